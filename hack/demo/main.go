@@ -1,0 +1,161 @@
+// Command demo is `make demo`: it starts the project's local control plane,
+// installs the CRDs, runs the operator binary (bin/manager) against it, applies
+// config/samples, waits until the samples are Ready and shows what a user sees
+// with kubectl. Then it stops everything, or with --keep leaves it running
+// until Ctrl-C and prints how to explore.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/helmapp/helm-app-operator/internal/controlplane"
+)
+
+func main() {
+	keep := flag.Bool("keep", false, "Leave the control plane and the operator running until Ctrl-C.")
+	workDir := flag.String("work-dir", ".demo", "Where the kubeconfig and the logs go.")
+	flag.Parse()
+	if err := run(*keep, *workDir); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+type demo struct {
+	cp       *controlplane.ControlPlane
+	workDir  string
+	operator *exec.Cmd
+}
+
+func run(keep bool, workDir string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	workDir, err := filepath.Abs(workDir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(workDir); err != nil {
+		return err
+	}
+
+	step("Starting the local control plane (the first run builds it: minutes; later runs reuse it)")
+	cp, err := controlplane.Start(ctx, controlplane.Options{WorkDir: workDir})
+	if err != nil {
+		return err
+	}
+	d := &demo{cp: cp, workDir: workDir}
+	defer d.stop()
+	fmt.Printf("kube-apiserver at %s, kubeconfig %s\n", cp.Config.Host, cp.KubeconfigPath)
+
+	step("Installing the CRDs")
+	if err := d.kubectl(ctx, "apply", "--server-side", "-k", "config/crd"); err != nil {
+		return err
+	}
+	if err := d.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/nginxes.web.helmapp.io", "crd/echoes.web.helmapp.io"); err != nil {
+		return err
+	}
+
+	step("Starting the operator (bin/manager; log in " + filepath.Join(workDir, "operator.log") + ")")
+	if err := d.startOperator(); err != nil {
+		return err
+	}
+
+	step("Applying config/samples")
+	if err := d.kubectl(ctx, "apply", "-k", "config/samples"); err != nil {
+		return err
+	}
+
+	step("Waiting until the samples are Ready (kubectl wait --for=condition=Ready)")
+	if err := d.kubectl(ctx, "wait", "--for=condition=Ready", "--timeout=180s", "nginx/nginx-sample", "echo/echo-sample"); err != nil {
+		d.show(ctx, "describe", "nginx", "nginx-sample")
+		return err
+	}
+
+	step("kubectl get nginx,echo")
+	d.show(ctx, "get", "nginx,echo")
+	step("kubectl describe nginx nginx-sample")
+	d.show(ctx, "describe", "nginx", "nginx-sample")
+	step("The objects the chart created for nginx-sample")
+	d.show(ctx, "get", "deployment,service,configmap,serviceaccount", "-l", "app.kubernetes.io/instance=nginx-sample")
+	step("The Helm release, stored as the helm CLI expects")
+	d.show(ctx, "get", "secrets", "-l", "owner=helm", "-L", "name,version,status")
+
+	if keep {
+		step("The demo keeps running; press Ctrl-C to stop it")
+		fmt.Printf(`Explore in another terminal:
+  export KUBECONFIG=%[1]s
+  alias kubectl=%[2]s
+  kubectl get nginx,echo
+  kubectl describe nginx nginx-sample
+  kubectl patch nginx nginx-sample --type=merge -p '{"spec":{"replicaCount":3}}'
+  kubectl wait --for=condition=Ready nginx/nginx-sample
+  tail -f %[3]s
+`, cp.KubeconfigPath, filepath.Join(cp.AssetsDir, "kubectl"), filepath.Join(workDir, "operator.log"))
+		<-ctx.Done()
+	}
+	step("Stopping the operator and the control plane")
+	return nil
+}
+
+func (d *demo) startOperator() error {
+	log, err := os.Create(filepath.Join(d.workDir, "operator.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("bin/manager", "--watches-file=watches.yaml",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--reconcile-period=1m")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.cp.KubeconfigPath, "WATCH_NAMESPACE=")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting bin/manager (run `make demo`, which builds it): %w", err)
+	}
+	d.operator = cmd
+	return nil
+}
+
+func (d *demo) stop() {
+	if d.operator != nil && d.operator.Process != nil {
+		_ = d.operator.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- d.operator.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(40 * time.Second):
+			_ = d.operator.Process.Kill()
+			<-done
+		}
+	}
+	if err := d.cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+}
+
+// kubectl runs the project's kubectl, showing the command and its output.
+func (d *demo) kubectl(ctx context.Context, args ...string) error {
+	fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
+	out, err := d.cp.Kubectl(ctx, args...)
+	fmt.Print(out)
+	if err != nil {
+		return errors.New(strings.TrimSpace(err.Error()))
+	}
+	return nil
+}
+
+func (d *demo) show(ctx context.Context, args ...string) {
+	if err := d.kubectl(ctx, args...); err != nil {
+		fmt.Println(err)
+	}
+}
+
+func step(s string) { fmt.Printf("\n==> %s\n", s) }

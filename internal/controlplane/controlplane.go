@@ -1,0 +1,225 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	// adminUser is the system:masters user whose kubeconfig Start writes.
+	adminUser = "helm-app-operator-admin"
+	// startTimeout bounds each of etcd and kube-apiserver starting; envtest's
+	// 20s default is tight on a 2-core machine that is also compiling.
+	startTimeout = 90 * time.Second
+	// envStartTimeout, when set, lets envtest's own setting win.
+	envStartTimeout = "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"
+)
+
+// Options configures Start.
+type Options struct {
+	// AssetsDir holds the binaries; empty means AssetsDir() (or
+	// FullAssetsDir() with Full), building them if needed.
+	AssetsDir string
+	// CRDDirectoryPaths are installed after the API server starts; a
+	// missing path is an error.
+	CRDDirectoryPaths []string
+	// Full also runs kube-controller-manager, kube-scheduler and kwok with
+	// one fake Node, so workloads roll out and become Ready.
+	Full bool
+	// WorkDir receives the kubeconfig and component logs; empty means a
+	// new temporary directory, removed by a successful Stop.
+	WorkDir string
+}
+
+// ControlPlane is a running local control plane. Stop it when done.
+type ControlPlane struct {
+	// Config is the admin user's REST config.
+	Config *rest.Config
+	// KubeconfigPath is the admin kubeconfig (<WorkDir>/kubeconfig).
+	KubeconfigPath string
+	// AssetsDir is the directory the binaries were taken from.
+	AssetsDir string
+	// WorkDir holds the kubeconfig and the component logs.
+	WorkDir string
+
+	env        *envtest.Environment
+	logFiles   []*os.File
+	components []*component
+	ownWorkDir bool
+	stopped    bool
+}
+
+// Start starts etcd and kube-apiserver (and, with opts.Full, the rest of a
+// cluster with one Ready fake Node) and returns once they serve. ctx bounds
+// the start-up waits only; the processes run until Stop. On failure
+// everything already started is stopped, and the error names the log files.
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	assets, err := resolveAssets(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{AssetsDir: assets, WorkDir: opts.WorkDir}
+	if cp.WorkDir == "" {
+		if cp.WorkDir, err = os.MkdirTemp("", "helm-app-operator-controlplane-"); err != nil {
+			return nil, err
+		}
+		cp.ownWorkDir = true
+	} else if err := os.MkdirAll(cp.WorkDir, 0o755); err != nil {
+		return nil, err
+	}
+
+	if err := cp.start(ctx, opts); err != nil {
+		cp.ownWorkDir = false // keep the logs the error points at
+		if stopErr := cp.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("cleaning up: %w", stopErr))
+		}
+		return nil, err
+	}
+	return cp, nil
+}
+
+// resolveAssets returns opts.AssetsDir, or finds/builds the binaries, and
+// checks that every binary the mode needs is there.
+func resolveAssets(ctx context.Context, opts Options) (string, error) {
+	want := coreBinaries
+	if opts.Full {
+		want = fullBinaries
+	}
+	dir := opts.AssetsDir
+	if dir == "" {
+		var err error
+		if dir, err = assetsDir(ctx, opts.Full); err != nil {
+			return "", err
+		}
+	}
+	if missing := missingBinaries(dir, want); missing != nil {
+		return "", fmt.Errorf("assets directory %s lacks %s (hack/controlplane-bins.sh --full builds them)", dir, strings.Join(missing, ", "))
+	}
+	return dir, nil
+}
+
+func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
+	apiServerLog, err := cp.createLog(binAPIServer)
+	if err != nil {
+		return err
+	}
+	etcdLog, err := cp.createLog(binEtcd)
+	if err != nil {
+		return err
+	}
+	cp.env = &envtest.Environment{
+		BinaryAssetsDirectory: cp.AssetsDir,
+		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: true,
+	}
+	// Explicit paths: envtest would otherwise prefer $KUBEBUILDER_ASSETS even
+	// when AssetsDir rejected it as incomplete.
+	cp.env.ControlPlane.APIServer = &envtest.APIServer{
+		Path: filepath.Join(cp.AssetsDir, binAPIServer), Out: apiServerLog, Err: apiServerLog,
+	}
+	cp.env.ControlPlane.Etcd = &envtest.Etcd{
+		Path: filepath.Join(cp.AssetsDir, binEtcd), Out: etcdLog, Err: etcdLog,
+	}
+	cp.env.ControlPlane.KubectlPath = filepath.Join(cp.AssetsDir, binKubectl)
+	if os.Getenv(envStartTimeout) == "" {
+		cp.env.ControlPlaneStartTimeout = startTimeout
+	}
+	if _, err := cp.env.Start(); err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver (logs: %s, %s): %w", etcdLog.Name(), apiServerLog.Name(), err)
+	}
+
+	// A user of our own, rather than envtest's internal one, so the
+	// kubeconfig on disk and Config are the same identity.
+	user, err := cp.env.ControlPlane.AddUser(envtest.User{Name: adminUser, Groups: []string{"system:masters"}},
+		&rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return fmt.Errorf("provisioning admin user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering admin kubeconfig: %w", err)
+	}
+	cp.KubeconfigPath = filepath.Join(cp.WorkDir, "kubeconfig")
+	if err := os.WriteFile(cp.KubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	cp.Config = user.Config()
+
+	if opts.Full {
+		return cp.startCluster(ctx)
+	}
+	return nil
+}
+
+func (cp *ControlPlane) createLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(cp.WorkDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cp.logFiles = append(cp.logFiles, f)
+	return f, nil
+}
+
+// Clientset returns a typed client for the admin user.
+func (cp *ControlPlane) Clientset() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(cp.Config)
+}
+
+// Kubectl runs the built kubectl as the admin user and returns its stdout.
+// A failure's error includes kubectl's stderr.
+func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(cp.AssetsDir, binKubectl),
+		append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Stop stops the components (newest first), then kube-apiserver and etcd,
+// and waits for every process to exit. A temporary WorkDir is removed only
+// when everything stopped cleanly, so logs survive a failure. Stop is
+// idempotent.
+func (cp *ControlPlane) Stop() error {
+	if cp.stopped {
+		return nil
+	}
+	cp.stopped = true
+	var errs []error
+	for i := len(cp.components) - 1; i >= 0; i-- {
+		if err := cp.components[i].stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cp.env != nil {
+		if err := cp.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
+		}
+	}
+	for _, f := range cp.logFiles {
+		_ = f.Close()
+	}
+	if len(errs) == 0 && cp.ownWorkDir {
+		if err := os.RemoveAll(cp.WorkDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("stopping control plane (logs in %s): %w", cp.WorkDir, errors.Join(errs...))
+	}
+	return nil
+}

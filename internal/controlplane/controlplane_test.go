@@ -1,0 +1,160 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// wantVersion is the Kubernetes version hack/controlplane-bins.sh stamps.
+const wantVersion = "v1.36.3"
+
+// start runs Start and registers Stop as cleanup (a no-op if the test
+// already stopped it).
+func start(t *testing.T, ctx context.Context, opts Options) *ControlPlane {
+	t.Helper()
+	cp, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return cp
+}
+
+func TestCoreControlPlane(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // includes a first build
+	defer cancel()
+	workDir := t.TempDir()
+	cp := start(t, ctx, Options{WorkDir: workDir})
+
+	if got, want := cp.KubeconfigPath, filepath.Join(workDir, "kubeconfig"); got != want {
+		t.Errorf("KubeconfigPath = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(cp.KubeconfigPath); err != nil {
+		t.Errorf("kubeconfig not written: %v", err)
+	}
+
+	cs, err := cp.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "controlplane-test"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	// kubectl authenticates with the kubeconfig on disk, not Config.
+	out, err := cp.Kubectl(ctx, "get", "namespace", ns.Name, "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != "namespace/"+ns.Name {
+		t.Errorf("kubectl get namespace printed %q", got)
+	}
+
+	out, err = cp.Kubectl(ctx, "version", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		ClientVersion struct{ GitVersion string } `json:"clientVersion"`
+		ServerVersion struct{ GitVersion string } `json:"serverVersion"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("parsing kubectl version output %q: %v", out, err)
+	}
+	if v.ClientVersion.GitVersion != wantVersion || v.ServerVersion.GitVersion != wantVersion {
+		t.Errorf("kubectl version: client %q, server %q; want both %q", v.ClientVersion.GitVersion, v.ServerVersion.GitVersion, wantVersion)
+	}
+
+	if _, err := cp.Kubectl(ctx, "get", "no-such-kind"); err == nil || !strings.Contains(err.Error(), "no-such-kind") {
+		t.Errorf("Kubectl error should carry kubectl's stderr, got %v", err)
+	}
+}
+
+func TestFullControlPlane(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute) // includes a first build
+	defer cancel()
+	cp := start(t, ctx, Options{Full: true, WorkDir: t.TempDir()})
+
+	if _, err := cp.Kubectl(ctx, "create", "deployment", "web", "--image=nginx", "--replicas=2"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cp.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failure bound, not a timing assertion: this takes seconds.
+	var available int32
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		available = d.Status.AvailableReplicas
+		return available == 2, nil
+	})
+	if err != nil {
+		pods, _ := cp.Kubectl(ctx, "get", "pods", "-o", "wide")
+		t.Fatalf("deployment web: %d/2 available: %v\npods:\n%s\nlogs in %s", available, err, pods, cp.WorkDir)
+	}
+
+	// Every child of this test binary now belongs to the control plane
+	// (tests here do not run in parallel); none may survive Stop.
+	before := childProcesses(t)
+	if len(before) < len(fullBinaries)-1 { // all but kubectl run
+		t.Errorf("expected at least %d child processes while running, found %v", len(fullBinaries)-1, before)
+	}
+	if err := cp.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if after := childProcesses(t); len(after) > 0 {
+		t.Errorf("processes left running after Stop: %v", after)
+	}
+}
+
+// childProcesses lists "pid (command)" of this process's living children.
+func childProcesses(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("listing processes: %v", err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	var children []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...; comm may contain spaces, so split
+		// after its closing parenthesis.
+		s := string(stat)
+		end := strings.LastIndexByte(s, ')')
+		if end < 0 {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		if len(fields) < 2 || fields[1] != self || fields[0] == "Z" {
+			continue
+		}
+		children = append(children, fmt.Sprintf("%s %s", e.Name(), s[strings.IndexByte(s, '('):end+1]))
+	}
+	return children
+}

@@ -1,0 +1,119 @@
+// Package crdgen generates the CustomResourceDefinition of each kind in
+// watches.yaml: names from the kind, .spec from the chart's values.schema.json
+// (converted to a structural schema), and .status from the operator's status
+// contract. Output is deterministic: the same watches file and charts give
+// byte-identical files.
+package crdgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/chart"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// CRD returns the CustomResourceDefinition of one watches.yaml entry, whose
+// chart is already loaded (watches.Load loads it).
+func CRD(w watches.Watch) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if w.Chart == nil || w.Chart.Metadata == nil {
+		return nil, fmt.Errorf("%s: chart %s is not loaded", w.GroupVersionKind, w.ChartPath)
+	}
+	if w.Group == "" {
+		return nil, fmt.Errorf("%s: a CRD needs a group", w.GroupVersionKind)
+	}
+	names, err := Names(w.Kind, w.Chart.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := SpecSchema(w.Chart)
+	if err != nil {
+		return nil, fmt.Errorf("%s: chart %s: %w", w.GroupVersionKind, w.ChartPath, err)
+	}
+
+	root := apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Description: fmt.Sprintf("%s is a release of the Helm chart %s reconciled by the helm-app-operator: "+
+			"spec holds the chart's values, status reports the release.", w.Kind, w.Chart.Metadata.Name),
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": {
+				Type:        "string",
+				Description: "APIVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+			},
+			"kind": {
+				Type:        "string",
+				Description: "Kind is a string value representing the REST resource this object represents. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+			},
+			"metadata": {Type: "object"},
+			"spec":     *spec,
+			"status":   StatusSchema(),
+		},
+	}
+
+	return &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: apiextensionsv1.SchemeGroupVersion.String(),
+			Kind:       "CustomResourceDefinition",
+		},
+		ObjectMeta: metav1.ObjectMeta{Name: names.Plural + "." + w.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: w.Group,
+			Names: names,
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name:                     w.Version,
+				Served:                   true,
+				Storage:                  true,
+				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &root},
+				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				AdditionalPrinterColumns: PrinterColumns(),
+			}},
+		},
+	}, nil
+}
+
+// SpecSchema returns the schema of .spec for a chart: its values.schema.json
+// converted by ConvertValuesSchema, described as the chart's values. A chart
+// without a values schema gets a free-form spec.
+func SpecSchema(ch *chart.Chart) (*apiextensionsv1.JSONSchemaProps, error) {
+	md := ch.Metadata
+	desc := fmt.Sprintf("Values for the Helm chart %s %s", md.Name, md.Version)
+	if md.AppVersion != "" {
+		desc += fmt.Sprintf(" (app version %s)", md.AppVersion)
+	}
+	desc += "."
+	if d := strings.TrimSpace(md.Description); d != "" {
+		desc += " " + strings.TrimSuffix(d, ".") + "."
+	}
+	if len(ch.Schema) == 0 {
+		return &apiextensionsv1.JSONSchemaProps{
+			Type:                   "object",
+			Description:            desc + " The chart has no values.schema.json, so any values are accepted.",
+			XPreserveUnknownFields: ptr.To(true),
+		}, nil
+	}
+	spec, err := ConvertValuesSchema(ch.Schema)
+	if err != nil {
+		return nil, err
+	}
+	spec.Description = desc + " Omitted values take the chart's defaults."
+	return spec, nil
+}
+
+// PrinterColumns returns the columns `kubectl get` shows for every kind.
+func PrinterColumns() []apiextensionsv1.CustomResourceColumnDefinition {
+	return []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`,
+			Description: "Whether the release is deployed and its objects are ready."},
+		{Name: "Reason", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].reason`,
+			Description: "Reason of the Ready condition."},
+		{Name: "Revision", Type: "integer", JSONPath: ".status.deployedRelease.revision",
+			Description: "Revision of the deployed Helm release."},
+		{Name: "Chart Version", Type: "string", JSONPath: ".status.deployedRelease.chartVersion",
+			Description: "Version of the deployed chart."},
+		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+	}
+}

@@ -1,0 +1,138 @@
+// Package operator wires the operator together: it loads watches.yaml, builds
+// the manager and registers one reconciler per watched kind. main.go parses
+// flags into a Config and calls New; tests call New against envtest.
+package operator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/helmapp/helm-app-operator/internal/reconciler"
+	"github.com/helmapp/helm-app-operator/internal/watches"
+)
+
+// Config is what main.go's flags and environment say.
+type Config struct {
+	// WatchNamespaces restricts the operator to these namespaces; empty means all.
+	WatchNamespaces []string
+	// MaxConcurrentReconciles and ReconcilePeriod are the defaults for watches
+	// that do not set their own.
+	MaxConcurrentReconciles int
+	ReconcilePeriod         time.Duration
+
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+
+	// SkipNameValidation lets several managers with the same controllers run
+	// in one process, as tests do.
+	SkipNameValidation bool
+}
+
+// DefaultLeaderElectionID is the Lease name used when none is given.
+const DefaultLeaderElectionID = "helm-app-operator.helmapp.io"
+
+// ParseNamespaces reads WATCH_NAMESPACE: a comma-separated list, blanks
+// ignored; empty means every namespace.
+func ParseNamespaces(env string) []string {
+	var out []string
+	for _, ns := range strings.Split(env, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// New returns a manager with one controller per watched kind of ws, as
+// loaded by watches.Load.
+func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, error) {
+	if c.MaxConcurrentReconciles < 1 {
+		return nil, fmt.Errorf("max concurrent reconciles must be at least 1, got %d", c.MaxConcurrentReconciles)
+	}
+	if c.ReconcilePeriod < 0 {
+		return nil, fmt.Errorf("reconcile period must not be negative, got %s", c.ReconcilePeriod)
+	}
+	id := c.LeaderElectionID
+	if id == "" {
+		id = DefaultLeaderElectionID
+	}
+	opts := ctrl.Options{
+		Metrics:                 metricsserver.Options{BindAddress: orDisabled(c.MetricsBindAddress)},
+		HealthProbeBindAddress:  orDisabled(c.HealthProbeBindAddress),
+		LeaderElection:          c.LeaderElection,
+		LeaderElectionID:        id,
+		LeaderElectionNamespace: c.LeaderElectionNamespace,
+		// Give an interrupted Helm action time to finish and record its
+		// outcome before the process exits.
+		GracefulShutdownTimeout: ptr(30 * time.Second),
+		Controller:              config.Controller{SkipNameValidation: ptr(c.SkipNameValidation)},
+	}
+	if len(c.WatchNamespaces) > 0 {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range c.WatchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(restConfig, opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	if err != nil {
+		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)
+	}
+	// Failed installs and upgrades are not rolled back behind the user's back:
+	// the failed revision stays in the history and the status says so.
+	getter, err := helmclient.NewActionClientGetter(acg, helmclient.WithFailureRollbacks(false))
+	if err != nil {
+		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
+	}
+
+	for _, w := range ws {
+		r, err := reconciler.New(reconciler.Options{
+			Client:             mgr.GetClient(),
+			GVK:                w.GroupVersionKind,
+			Chart:              w.Chart,
+			OverrideValues:     w.OverrideValues,
+			ActionClientGetter: getter,
+			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
+			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := r.SetupWithManager(mgr, w.Concurrency(c.MaxConcurrentReconciles), w.Selector); err != nil {
+			return nil, fmt.Errorf("setting up the controller of %s: %w", w.GroupVersionKind, err)
+		}
+	}
+	return mgr, nil
+}
+
+func orDisabled(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
+
+func ptr[T any](v T) *T { return &v }
+

@@ -1,0 +1,45 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// delete uninstalls obj's release and then removes the finalizer. It reports
+// gone=true when the finalizer was removed, after which the resource may no
+// longer exist and no status is written. On failure the finalizer stays and
+// the failure is recorded in out.
+func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, out *status.Outcome) (gone bool, err error) {
+	out.Deleting = true
+	out.Initialized = true
+	runner, err := r.runner(ctx, obj)
+	if err == nil {
+		out.Action = status.ActionUninstall
+		err = runner.Uninstall()
+	}
+	if err != nil {
+		out.Err = release.AsFailure(err)
+		r.event(obj, out.Err)
+		return false, err
+	}
+	out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
+	r.successEvent(obj, *out)
+
+	base := obj.DeepCopy()
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		obj.Object = base.Object
+		out.Err = &status.Failure{Reason: status.ReasonErrorRemovingFinalizer,
+			Message: fmt.Sprintf("The release was uninstalled but removing the finalizer %s failed: %v", Finalizer, err)}
+		r.event(obj, out.Err)
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,202 @@
+// Package reconciler holds the controller-runtime Reconcile of one watched
+// kind: fetch, finalizer, delete branch and the one deferred status write. It
+// hands everything Helm-specific to the release package and everything
+// about conditions to the status package.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/chart"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// Finalizer is put on every resource so that its release is uninstalled
+// before the resource goes away.
+const Finalizer = "helmapp.io/uninstall-release"
+
+// Options configure a Reconciler. New validates them once.
+type Options struct {
+	// Client reads and writes the watched resources.
+	Client client.Client
+	// GVK is the watched kind.
+	GVK schema.GroupVersionKind
+	// Chart is the chart every resource of the kind is released from.
+	Chart *chart.Chart
+	// OverrideValues are set on top of each resource's spec (watches.yaml overrideValues).
+	OverrideValues map[string]string
+	// ActionClientGetter gives the Helm action client of a resource.
+	ActionClientGetter helmclient.ActionClientGetter
+	// Recorder emits the events of the status contract.
+	Recorder events.EventRecorder
+	// ReconcilePeriod re-runs a settled resource's reconcile to correct drift; 0 disables it.
+	ReconcilePeriod time.Duration
+	// MaxHistory bounds the revisions kept per release; 0 means release.DefaultMaxHistory.
+	MaxHistory int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reconciler reconciles the resources of one kind into Helm releases.
+type Reconciler struct {
+	opts        Options
+	chartDigest string
+	status      status.Writer
+}
+
+// New returns a Reconciler, or an error naming the missing option.
+func New(opts Options) (*Reconciler, error) {
+	switch {
+	case opts.Client == nil:
+		return nil, errors.New("reconciler: Client is required")
+	case opts.GVK.Kind == "" || opts.GVK.Version == "":
+		return nil, errors.New("reconciler: GVK needs a version and a kind")
+	case opts.Chart == nil:
+		return nil, errors.New("reconciler: Chart is required")
+	case opts.ActionClientGetter == nil:
+		return nil, errors.New("reconciler: ActionClientGetter is required")
+	case opts.Recorder == nil:
+		return nil, errors.New("reconciler: Recorder is required")
+	case opts.ReconcilePeriod < 0:
+		return nil, fmt.Errorf("reconciler: ReconcilePeriod %s is negative", opts.ReconcilePeriod)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Reconciler{
+		opts:        opts,
+		chartDigest: release.ChartDigest(opts.Chart),
+		status:      status.Writer{Client: opts.Client},
+	}, nil
+}
+
+// Reconcile brings one resource's release to the state its spec asks for and
+// leaves a truthful status on every exit: the status is computed from what the
+// reconcile observed and written once, in a deferred function, whatever the
+// path taken. Retryable failures are returned (controller-runtime backs off);
+// stalled ones are not retried until the resource changes.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(r.opts.GVK)
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	prev := status.FromObject(obj)
+	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(r.opts.Now().Truncate(time.Second))}
+	gone := false
+	defer func() {
+		if gone {
+			return
+		}
+		next := status.Compute(prev, out)
+		if err := r.status.Write(ctx, obj, next); err != nil && !apierrors.IsNotFound(err) {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if !obj.GetDeletionTimestamp().IsZero() {
+		if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+			gone = true // not ours to finish; write nothing
+			return ctrl.Result{}, nil
+		}
+		var err error
+		gone, err = r.delete(ctx, obj, &out)
+		return ctrl.Result{}, err
+	}
+
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
+		out.Err = &status.Failure{Reason: status.ReasonErrorAddingFinalizer,
+			Message: fmt.Sprintf("Adding the finalizer %s failed: %v", Finalizer, err)}
+		r.event(obj, out.Err)
+		return ctrl.Result{}, err
+	}
+	out.Initialized = true
+
+	err := r.reconcileRelease(ctx, obj, prev, &out)
+	if err != nil {
+		out.Err = release.AsFailure(err)
+		r.event(obj, out.Err)
+		if out.Err.Terminal() {
+			log.Info("Stalled: no retry until the resource changes", "reason", out.Err.StalledReason)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.successEvent(obj, out)
+	return ctrl.Result{RequeueAfter: r.opts.ReconcilePeriod}, nil
+}
+
+// reconcileRelease observes the release, runs the one action it needs and
+// records what happened in out.
+func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) error {
+	runner, err := r.runner(ctx, obj)
+	if err != nil {
+		return err
+	}
+	vals, err := release.Values(obj, r.opts.OverrideValues)
+	if err != nil {
+		return err
+	}
+	before, err := release.Observe(runner.Client, runner.Name)
+	if err != nil {
+		return err
+	}
+	out.DeployedKnown, out.Deployed = true, release.Describe(before.Deployed)
+
+	plan := release.Decide(before, release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest})
+	if msg := runner.ProgressMessage(plan, before); msg != "" {
+		// Say what is under way before the long Helm call. A failed write here
+		// is not fatal: the deferred write says the outcome either way.
+		if err := r.status.Write(ctx, obj, status.Progressing(prev, obj.GetGeneration(), msg)); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
+		}
+	}
+	result, err := runner.Run(plan, before, vals)
+	out.Action, out.DeployedBy = result.Action, result.DeployedBy
+	if result.Observed {
+		out.Deployed = release.Describe(result.State.Deployed)
+	}
+	return err
+}
+
+// runner returns the release runner of obj, or an ErrorGettingClient failure.
+func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured) (*release.Runner, error) {
+	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
+	if err != nil {
+		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
+			Summary: fmt.Sprintf("Getting the Helm client for release %s failed", obj.GetName()), Err: err}
+	}
+	return &release.Runner{
+		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
+		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
+	}, nil
+}
+
+func (r *Reconciler) ensureFinalizer(ctx context.Context, obj *unstructured.Unstructured) error {
+	if controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	base := obj.DeepCopy()
+	controllerutil.AddFinalizer(obj, Finalizer)
+	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		obj.Object = base.Object
+		return err
+	}
+	return nil
+}

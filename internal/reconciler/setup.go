@@ -1,0 +1,57 @@
+package reconciler
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// SetupWithManager registers the reconciler as the controller of its kind.
+// Only changes a reconcile must act on start one: spec (generation), labels,
+// annotations and the start of a deletion. The operator's own status and
+// finalizer writes change none of them, so they do not trigger a reconcile.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selector *metav1.LabelSelector) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(r.opts.GVK)
+
+	preds := []predicate.Predicate{predicate.Or(
+		predicate.GenerationChangedPredicate{},
+		predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		deletionStarted(),
+	)}
+	if selector != nil && (len(selector.MatchLabels) > 0 || len(selector.MatchExpressions) > 0) {
+		p, err := predicate.LabelSelectorPredicate(*selector)
+		if err != nil {
+			return fmt.Errorf("selector of %s: %w", r.opts.GVK.Kind, err)
+		}
+		preds = append(preds, p)
+	}
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(strings.ToLower(r.opts.GVK.Kind + "." + r.opts.GVK.Group)).
+		For(obj, builder.WithPredicates(preds...)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// deletionStarted passes the update that sets deletionTimestamp.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+	}
+}

@@ -1,0 +1,83 @@
+package release
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// Error is a failure classified where it was born.
+type Error struct {
+	// Reason is the status reason (status.ReasonUpgradeError, ...).
+	Reason string
+	// Action is the Helm action that failed, empty for failures outside one.
+	Action string
+	// Revision is the revision Helm stored for the failed attempt, 0 for none.
+	Revision int
+	// StalledReason is set when retrying cannot help without a change to the resource.
+	StalledReason string
+	// Summary says, in words a user reads, what was being done ("Upgrade of release web to revision 3").
+	Summary string
+	// Err is the underlying error, typically Helm's.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Summary
+	}
+	return e.Summary + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Failure converts e into the status package's vocabulary.
+func (e *Error) Failure() *status.Failure {
+	return &status.Failure{
+		Reason:        e.Reason,
+		Action:        e.Action,
+		Revision:      e.Revision,
+		Message:       e.Error(),
+		StalledReason: e.StalledReason,
+	}
+}
+
+// AsFailure classifies any error: an *Error keeps its reason, anything else
+// becomes a ReconcileError.
+func AsFailure(err error) *status.Failure {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Failure()
+	}
+	return &status.Failure{Reason: status.ReasonReconcileError, Message: err.Error()}
+}
+
+// renderFailure tells whether a Helm error says the chart could not be
+// rendered with these values, which no retry can fix. Helm returns such errors
+// untyped, so this reads their well-known prefixes.
+func renderFailure(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, marker := range []string{
+		"template: ",                   // text/template parse and execution errors
+		"parse error at",               // template parse errors
+		"execution error at",           // `fail` or `required` in a template
+		"YAML parse error on",          // a template rendered invalid YAML
+		"error converting YAML to JSON", // same, one level lower
+		"values don't meet the specifications of the schema",
+	} {
+		if strings.Contains(msg, marker) {
+			return true
+		}
+	}
+	return false
+}
+
+func summaryf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,36 @@
+package release
+
+import (
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// upgrade upgrades the release to vals and the watch's chart. A failed upgrade
+// is not rolled back: the previous revision stays deployed and the failed one
+// stays in the history, bounded by MaxHistory.
+//
+// On failure it returns an *Error with reason UpgradeError, stalled with
+// InvalidValues or ChartRenderError when the values or the chart are at fault
+// (Helm then stored no revision and touched nothing deployed).
+func (r *Runner) upgrade(before State, vals map[string]any) error {
+	next := 1
+	if before.Latest != nil {
+		next = before.Latest.Version + 1
+	}
+	summary := fmt.Sprintf("Upgrade of release %s to revision %d failed", r.Name, next)
+	if err := ValidateValues(r.Chart, vals, summary); err != nil {
+		return withAction(err, status.ReasonUpgradeError, status.ActionUpgrade)
+	}
+	_, err := r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
+		u.MaxHistory = r.maxHistory()
+		u.Labels = r.labels()
+		return nil
+	})
+	if err != nil {
+		return helmError(err, status.ReasonUpgradeError, status.ActionUpgrade, summary)
+	}
+	return nil
+}

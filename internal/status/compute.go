@@ -1,0 +1,231 @@
+package status
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Outcome is what one reconcile observed and did. The reconciler records it;
+// Compute turns it into status. Nothing here talks to the API server.
+type Outcome struct {
+	// Generation is the metadata.generation the reconcile worked on.
+	Generation int64
+	// Now stamps failedRelease.time.
+	Now metav1.Time
+
+	// Initialized is true once the finalizer is on the resource.
+	Initialized bool
+	// Deleting is true when the resource is being deleted.
+	Deleting bool
+
+	// DeployedKnown is false when Helm's storage could not be read; the
+	// previous deployedRelease is then kept rather than erased.
+	DeployedKnown bool
+	// Deployed is the deployed release read back from Helm's storage, or nil.
+	Deployed *DeployedRelease
+	// DeployedBy is the action that produced Deployed when this reconcile ran
+	// one (ActionInstall or ActionUpgrade); empty otherwise.
+	DeployedBy string
+
+	// Action is the Helm action this reconcile attempted: ActionInstall,
+	// ActionUpgrade, ActionUninstall, ActionReconcile, or empty for none.
+	Action string
+	// Uninstalled is true when the release is gone after a deletion.
+	Uninstalled bool
+
+	// Err is the failure of this reconcile; nil when it succeeded.
+	Err *Failure
+}
+
+// Failure is a classified error: where it was born decides its reason.
+type Failure struct {
+	// Reason is the condition reason (InstallError, ErrorGettingReleaseState, ...).
+	Reason string
+	// Action is set for failures of a Helm action (install, upgrade, uninstall,
+	// reconcile); such failures are recorded in failedRelease.
+	Action string
+	// Revision is the revision Helm stored for the failed attempt, 0 for none.
+	Revision int
+	// Message is one line saying what failed and why; bounded by Compute.
+	Message string
+	// StalledReason is set when no progress is possible without a change to the
+	// resource (InvalidValues, ChartRenderError); the failure is then not retried.
+	StalledReason string
+}
+
+// Terminal reports whether retrying cannot help.
+func (f *Failure) Terminal() bool { return f != nil && f.StalledReason != "" }
+
+// Compute returns the status that follows prev after the reconcile described by o.
+// It is pure: the same inputs give the same status.
+func Compute(prev Status, o Outcome) Status {
+	s := *prev.DeepCopy()
+	s.ObservedGeneration = o.Generation
+	if o.DeployedKnown {
+		s.DeployedRelease = o.Deployed
+	}
+	if o.Action == ActionInstall || o.Action == ActionUpgrade {
+		s.LastAttemptedGeneration = o.Generation
+	}
+	if o.Err != nil {
+		s.Failures++
+		if o.Err.Action != "" {
+			s.FailedRelease = &FailedRelease{
+				Revision: o.Err.Revision,
+				Action:   o.Err.Action,
+				Reason:   o.Err.Reason,
+				Message:  Bound(o.Err.Message, MaxMessageLength),
+				Time:     o.Now,
+			}
+		}
+	} else {
+		s.Failures = 0
+	}
+
+	c := conditionSetter{s: &s, gen: o.Generation}
+	c.initialized(o)
+	c.deployed(prev, o)
+	c.releaseFailed(o)
+	c.irreconcilable(o)
+	c.stalledAndReconciling(o)
+	Summarize(&s, o.Generation)
+	return s
+}
+
+// Progressing returns prev with Reconciling=True and Ready=Unknown, saying what
+// is under way. It is patched before a long Helm call so that a user watching
+// sees the work; the domain conditions keep their last known truth.
+func Progressing(prev Status, generation int64, msg string) Status {
+	s := *prev.DeepCopy()
+	c := conditionSetter{s: &s, gen: generation}
+	reason := ReasonProgressing
+	c.set(TypeReconciling, metav1.ConditionTrue, reason, msg)
+	Summarize(&s, generation)
+	return s
+}
+
+type conditionSetter struct {
+	s   *Status
+	gen int64
+}
+
+func (c conditionSetter) set(typ string, st metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&c.s.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             st,
+		ObservedGeneration: c.gen,
+		Reason:             reason,
+		Message:            Bound(msg, MaxMessageLength),
+	})
+}
+
+func (c conditionSetter) initialized(o Outcome) {
+	switch {
+	case o.Initialized:
+		c.set(TypeInitialized, metav1.ConditionTrue, ReasonInitialized,
+			"The resource is managed by this operator; its release is uninstalled when it is deleted")
+	case o.Err != nil && o.Err.Reason == ReasonErrorAddingFinalizer:
+		c.set(TypeInitialized, metav1.ConditionFalse, ReasonErrorAddingFinalizer, o.Err.Message)
+	}
+}
+
+func (c conditionSetter) deployed(prev Status, o Outcome) {
+	d := c.s.DeployedRelease
+	switch {
+	case d != nil:
+		reason := ReasonUpgradeSuccessful
+		switch {
+		case o.DeployedBy == ActionInstall:
+			reason = ReasonInstallSuccessful
+		case o.DeployedBy == "":
+			// Nothing was deployed by this reconcile: keep the reason of the
+			// reconcile that did, when the condition still describes this revision.
+			if old := meta.FindStatusCondition(prev.Conditions, TypeDeployed); old != nil &&
+				old.Status == metav1.ConditionTrue && prev.DeployedRelease != nil &&
+				prev.DeployedRelease.Revision == d.Revision {
+				reason = old.Reason
+			} else if d.Revision == 1 {
+				reason = ReasonInstallSuccessful
+			}
+		}
+		c.set(TypeDeployed, metav1.ConditionTrue, reason, fmt.Sprintf(
+			"Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion))
+	case o.Uninstalled:
+		c.set(TypeDeployed, metav1.ConditionFalse, ReasonUninstallSuccessful, "The release was uninstalled")
+	case !o.DeployedKnown:
+		if meta.FindStatusCondition(c.s.Conditions, TypeDeployed) == nil {
+			c.set(TypeDeployed, metav1.ConditionUnknown, ReasonErrorGettingReleaseState,
+				"The release state could not be read from Helm's storage")
+		}
+	case o.Err != nil && o.Err.Action == ActionInstall:
+		c.set(TypeDeployed, metav1.ConditionFalse, ReasonNotDeployed, "No release is deployed: the install failed")
+	default:
+		c.set(TypeDeployed, metav1.ConditionFalse, ReasonNotDeployed, "No release is deployed yet")
+	}
+}
+
+func (c conditionSetter) releaseFailed(o Outcome) {
+	switch {
+	case o.Err != nil && isReleaseAction(o.Err.Action):
+		c.set(TypeReleaseFailed, metav1.ConditionTrue, o.Err.Reason, o.Err.Message)
+	case o.Err == nil && isReleaseAction(o.Action):
+		reason := map[string]string{
+			ActionInstall: ReasonInstallSuccessful, ActionUpgrade: ReasonUpgradeSuccessful,
+			ActionUninstall: ReasonUninstallSuccessful,
+		}[o.Action]
+		c.set(TypeReleaseFailed, metav1.ConditionFalse, reason, "The latest "+o.Action+" succeeded")
+	case meta.FindStatusCondition(c.s.Conditions, TypeReleaseFailed) == nil:
+		c.set(TypeReleaseFailed, metav1.ConditionFalse, ReasonNoFailure, "No Helm action has failed")
+	}
+	// Otherwise no Helm action ran to an outcome: the previous verdict stands.
+}
+
+func (c conditionSetter) irreconcilable(o Outcome) {
+	switch {
+	case o.Err == nil:
+		c.set(TypeIrreconcilable, metav1.ConditionFalse, ReasonReconcileSuccessful, "The last reconcile completed")
+	case !isReleaseAction(o.Err.Action):
+		c.set(TypeIrreconcilable, metav1.ConditionTrue, o.Err.Reason, o.Err.Message)
+	default:
+		// A Helm install, upgrade or uninstall failed: the reconcile itself got
+		// through; ReleaseFailed carries the verdict.
+		c.set(TypeIrreconcilable, metav1.ConditionFalse, ReasonNoReconcileError,
+			"Client, values and release state were read; see ReleaseFailed for the release's outcome")
+	}
+}
+
+func (c conditionSetter) stalledAndReconciling(o Outcome) {
+	switch {
+	case o.Err.Terminal():
+		c.set(TypeStalled, metav1.ConditionTrue, o.Err.StalledReason, o.Err.Message)
+		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled,
+			"No progress is possible until the resource's spec changes")
+	case o.Err != nil:
+		c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "Retrying may succeed")
+		what := "The reconcile"
+		if o.Err.Action != "" {
+			what = "The " + o.Err.Action
+		}
+		msg := fmt.Sprintf("%s failed (%d consecutive failures); retrying with backoff", what, c.s.Failures)
+		if o.Deleting {
+			msg = fmt.Sprintf("The deletion is being retried with backoff (%d consecutive failures); the finalizer stays until the release is uninstalled", c.s.Failures)
+		}
+		c.set(TypeReconciling, metav1.ConditionTrue, ReasonRetrying, msg)
+	default:
+		c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "The resource is not stalled")
+		msg := "The resource is reconciled"
+		if d := c.s.DeployedRelease; d != nil {
+			msg = fmt.Sprintf("Release %s revision %d is reconciled", d.Name, d.Revision)
+		}
+		if o.Uninstalled {
+			msg = "The release is uninstalled"
+		}
+		c.set(TypeReconciling, metav1.ConditionFalse, ReasonSucceeded, msg)
+	}
+}
+
+func isReleaseAction(a string) bool {
+	return a == ActionInstall || a == ActionUpgrade || a == ActionUninstall
+}

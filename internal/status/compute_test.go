@@ -1,0 +1,274 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var now = metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+
+func rel(rev int) *DeployedRelease {
+	return &DeployedRelease{Name: "web", Namespace: "ns", Revision: rev, Chart: "nginx", ChartVersion: "0.1.0", Status: "deployed"}
+}
+
+// want is "Type=Status/Reason" for each condition that must hold.
+type want map[string]string
+
+func checkConditions(t *testing.T, s Status, w want) {
+	t.Helper()
+	for typ, exp := range w {
+		c := meta.FindStatusCondition(s.Conditions, typ)
+		if c == nil {
+			t.Errorf("condition %s missing; want %s", typ, exp)
+			continue
+		}
+		if got := string(c.Status) + "/" + c.Reason; got != exp {
+			t.Errorf("condition %s = %s (%q); want %s", typ, got, c.Message, exp)
+		}
+	}
+	for _, c := range s.Conditions {
+		if c.Reason == "" {
+			t.Errorf("condition %s has an empty reason", c.Type)
+		}
+		if c.ObservedGeneration != s.ObservedGeneration {
+			t.Errorf("condition %s observedGeneration %d, status says %d", c.Type, c.ObservedGeneration, s.ObservedGeneration)
+		}
+		if strings.Contains(c.Message, "\n") || len(c.Message) > MaxMessageLength {
+			t.Errorf("condition %s message is not one bounded line: %q", c.Type, c.Message)
+		}
+	}
+}
+
+func installed() Status {
+	return Compute(Status{}, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true,
+		Deployed: rel(1), DeployedBy: ActionInstall, Action: ActionInstall})
+}
+
+func TestCompute(t *testing.T) {
+	upgradeErr := &Failure{Reason: ReasonUpgradeError, Action: ActionUpgrade, Revision: 2, Message: "Upgrade of release web to revision 2 failed: admission webhook denied"}
+	tests := []struct {
+		name  string
+		prev  func() Status
+		out   Outcome
+		want  want
+		check func(t *testing.T, s Status)
+	}{{
+		name: "first install succeeds",
+		prev: func() Status { return Status{} },
+		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true,
+			Deployed: rel(1), DeployedBy: ActionInstall, Action: ActionInstall},
+		want: want{TypeReady: "True/InstallSuccessful", TypeDeployed: "True/InstallSuccessful",
+			TypeReleaseFailed: "False/InstallSuccessful", TypeIrreconcilable: "False/ReconcileSuccessful",
+			TypeStalled: "False/NotStalled", TypeReconciling: "False/Succeeded", TypeInitialized: "True/Initialized"},
+		check: func(t *testing.T, s Status) {
+			if s.Failures != 0 || s.LastAttemptedGeneration != 1 || s.DeployedRelease.Revision != 1 || s.FailedRelease != nil {
+				t.Errorf("unexpected fields: %+v", s)
+			}
+		},
+	}, {
+		name: "install fails and will be retried",
+		prev: func() Status { return Status{} },
+		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall,
+			Err: &Failure{Reason: ReasonInstallError, Action: ActionInstall, Revision: 1, Message: "Install of release web failed: forbidden"}},
+		want: want{TypeReady: "False/InstallError", TypeDeployed: "False/NotDeployed",
+			TypeReleaseFailed: "True/InstallError", TypeReconciling: "True/Retrying", TypeStalled: "False/NotStalled",
+			TypeIrreconcilable: "False/NoReconcileError"},
+		check: func(t *testing.T, s Status) {
+			f := s.FailedRelease
+			if f == nil || f.Action != ActionInstall || f.Revision != 1 || f.Reason != ReasonInstallError || !f.Time.Equal(&now) {
+				t.Errorf("failedRelease = %+v", f)
+			}
+			if s.Failures != 1 || s.DeployedRelease != nil {
+				t.Errorf("failures %d deployedRelease %+v", s.Failures, s.DeployedRelease)
+			}
+		},
+	}, {
+		name: "upgrade fails after a good install: the old revision stays deployed",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1),
+			Action: ActionUpgrade, Err: upgradeErr},
+		want: want{TypeReady: "False/UpgradeError", TypeDeployed: "True/InstallSuccessful",
+			TypeReleaseFailed: "True/UpgradeError", TypeReconciling: "True/Retrying"},
+		check: func(t *testing.T, s Status) {
+			if s.DeployedRelease.Revision != 1 || s.FailedRelease.Revision != 2 || s.FailedRelease.Action != ActionUpgrade {
+				t.Errorf("deployed %+v failed %+v", s.DeployedRelease, s.FailedRelease)
+			}
+			if s.LastAttemptedGeneration != 2 {
+				t.Errorf("lastAttemptedGeneration %d", s.LastAttemptedGeneration)
+			}
+		},
+	}, {
+		name: "fixing the spec recovers; the failure is kept for inspection",
+		prev: func() Status {
+			return Compute(installed(), Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true,
+				Deployed: rel(1), Action: ActionUpgrade, Err: upgradeErr})
+		},
+		out: Outcome{Generation: 3, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(3),
+			DeployedBy: ActionUpgrade, Action: ActionUpgrade},
+		want: want{TypeReady: "True/UpgradeSuccessful", TypeDeployed: "True/UpgradeSuccessful",
+			TypeReleaseFailed: "False/UpgradeSuccessful", TypeReconciling: "False/Succeeded"},
+		check: func(t *testing.T, s Status) {
+			if s.Failures != 0 || s.FailedRelease == nil || s.FailedRelease.Revision != 2 || s.DeployedRelease.Revision != 3 {
+				t.Errorf("failures %d failed %+v deployed %+v", s.Failures, s.FailedRelease, s.DeployedRelease)
+			}
+		},
+	}, {
+		name: "values rejected by the chart stall the resource",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade,
+			Err: &Failure{Reason: ReasonUpgradeError, Action: ActionUpgrade, StalledReason: ReasonInvalidValues,
+				Message: "Upgrade of release web to revision 2 failed: values don't meet the specifications of the schema(s):\nnginx:\n- replicaCount: Invalid type"}},
+		want: want{TypeReady: "False/InvalidValues", TypeStalled: "True/InvalidValues", TypeReconciling: "False/Stalled",
+			TypeReleaseFailed: "True/UpgradeError", TypeDeployed: "True/InstallSuccessful"},
+		check: func(t *testing.T, s Status) {
+			if s.FailedRelease.Revision != 0 {
+				t.Errorf("no revision was stored, failedRelease says %d", s.FailedRelease.Revision)
+			}
+		},
+	}, {
+		name: "an unreadable release state does not erase what is deployed",
+		prev: installed,
+		out: Outcome{Generation: 1, Now: now, Initialized: true,
+			Err: &Failure{Reason: ReasonErrorGettingReleaseState, Message: "Reading the history of release web failed: etcd timeout"}},
+		want: want{TypeReady: "False/ErrorGettingReleaseState", TypeIrreconcilable: "True/ErrorGettingReleaseState",
+			TypeDeployed: "True/InstallSuccessful", TypeReleaseFailed: "False/InstallSuccessful", TypeReconciling: "True/Retrying"},
+		check: func(t *testing.T, s Status) {
+			if s.DeployedRelease == nil || s.DeployedRelease.Revision != 1 || s.FailedRelease != nil {
+				t.Errorf("deployed %+v failed %+v", s.DeployedRelease, s.FailedRelease)
+			}
+		},
+	}, {
+		name: "re-applying the objects fails: Deployed stays True",
+		prev: installed,
+		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionReconcile,
+			Err: &Failure{Reason: ReasonReconcileError, Action: ActionReconcile, Message: "Re-applying failed: forbidden"}},
+		want: want{TypeReady: "False/ReconcileError", TypeIrreconcilable: "True/ReconcileError",
+			TypeDeployed: "True/InstallSuccessful", TypeReleaseFailed: "False/InstallSuccessful"},
+		check: func(t *testing.T, s Status) {
+			if s.FailedRelease == nil || s.FailedRelease.Action != ActionReconcile {
+				t.Errorf("failedRelease %+v", s.FailedRelease)
+			}
+		},
+	}, {
+		name: "the finalizer cannot be added",
+		prev: func() Status { return Status{} },
+		out: Outcome{Generation: 1, Now: now,
+			Err: &Failure{Reason: ReasonErrorAddingFinalizer, Message: "Adding the finalizer failed: denied"}},
+		want: want{TypeInitialized: "False/ErrorAddingFinalizer", TypeIrreconcilable: "True/ErrorAddingFinalizer",
+			TypeReady: "False/ErrorAddingFinalizer", TypeDeployed: "Unknown/ErrorGettingReleaseState"},
+	}, {
+		name: "uninstall fails: the deletion is retried",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, Deleting: true, Action: ActionUninstall,
+			Err: &Failure{Reason: ReasonUninstallError, Action: ActionUninstall, Message: "Uninstall of release web failed: pre-delete hook failed"}},
+		want: want{TypeReleaseFailed: "True/UninstallError", TypeReconciling: "True/Retrying", TypeReady: "False/UninstallError",
+			TypeDeployed: "True/InstallSuccessful"},
+		check: func(t *testing.T, s Status) {
+			c := meta.FindStatusCondition(s.Conditions, TypeReconciling)
+			if !strings.Contains(c.Message, "deletion is being retried") {
+				t.Errorf("Reconciling message %q does not say the deletion is retried", c.Message)
+			}
+		},
+	}, {
+		name: "uninstall succeeds",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, Deleting: true, Action: ActionUninstall,
+			DeployedKnown: true, Uninstalled: true},
+		want: want{TypeDeployed: "False/UninstallSuccessful", TypeReleaseFailed: "False/UninstallSuccessful",
+			TypeReady: "False/UninstallSuccessful", TypeReconciling: "False/Succeeded"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := tt.prev()
+			snapshot := prev.DeepCopy()
+			s := Compute(prev, tt.out)
+			if s.ObservedGeneration != tt.out.Generation {
+				t.Errorf("observedGeneration %d, want %d", s.ObservedGeneration, tt.out.Generation)
+			}
+			checkConditions(t, s, tt.want)
+			if tt.check != nil {
+				tt.check(t, s)
+			}
+			if !equalStatus(prev, *snapshot) {
+				t.Errorf("Compute changed its input")
+			}
+		})
+	}
+}
+
+func equalStatus(a, b Status) bool {
+	if len(a.Conditions) != len(b.Conditions) || a.Failures != b.Failures {
+		return false
+	}
+	for i := range a.Conditions {
+		if a.Conditions[i] != b.Conditions[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLastTransitionTimeMovesOnlyOnFlip(t *testing.T) {
+	s := installed()
+	ready := meta.FindStatusCondition(s.Conditions, TypeReady)
+	ready.LastTransitionTime = metav1.NewTime(ready.LastTransitionTime.Add(-time.Hour))
+	old := ready.LastTransitionTime
+
+	same := Compute(s, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionReconcile})
+	if got := meta.FindStatusCondition(same.Conditions, TypeReady).LastTransitionTime; !got.Equal(&old) {
+		t.Errorf("Ready did not flip but its lastTransitionTime moved from %s to %s", old, got)
+	}
+	flipped := Compute(s, Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1),
+		Action: ActionUpgrade, Err: &Failure{Reason: ReasonUpgradeError, Action: ActionUpgrade, Message: "x"}})
+	if got := meta.FindStatusCondition(flipped.Conditions, TypeReady).LastTransitionTime; got.Equal(&old) {
+		t.Errorf("Ready flipped to False but its lastTransitionTime stayed %s", got)
+	}
+}
+
+func TestProgressingSaysWhatIsUnderWayAndKeepsTheVerdicts(t *testing.T) {
+	s := Progressing(installed(), 2, "Upgrading release web to revision 2")
+	checkConditionsAt(t, s, 2, want{TypeReconciling: "True/Progressing", TypeReady: "Unknown/Progressing",
+		TypeDeployed: "True/InstallSuccessful", TypeReleaseFailed: "False/InstallSuccessful"})
+	if c := meta.FindStatusCondition(s.Conditions, TypeReady); c.Message != "Upgrading release web to revision 2" {
+		t.Errorf("Ready message %q", c.Message)
+	}
+}
+
+func checkConditionsAt(t *testing.T, s Status, gen int64, w want) {
+	t.Helper()
+	for typ, exp := range w {
+		c := meta.FindStatusCondition(s.Conditions, typ)
+		if c == nil || string(c.Status)+"/"+c.Reason != exp {
+			t.Errorf("condition %s = %+v; want %s", typ, c, exp)
+		}
+	}
+	if c := meta.FindStatusCondition(s.Conditions, TypeReconciling); c.ObservedGeneration != gen {
+		t.Errorf("Reconciling observedGeneration %d, want %d", c.ObservedGeneration, gen)
+	}
+}
+
+func TestReadyNeedsTheCurrentGeneration(t *testing.T) {
+	s := installed()
+	Summarize(&s, 2) // the spec moved on; status still describes generation 1
+	if c := meta.FindStatusCondition(s.Conditions, TypeReady); c.Status == metav1.ConditionTrue {
+		t.Errorf("Ready is True for generation 2 while status describes generation 1: %+v", c)
+	}
+}
+
+func TestBound(t *testing.T) {
+	long := strings.Repeat("é", 2000) + "\nsecond line"
+	got := Bound(long, MaxMessageLength)
+	if len(got) > MaxMessageLength || !strings.HasSuffix(got, TruncationMark) || strings.Contains(got, "\n") {
+		t.Errorf("Bound gave %d bytes ending %q", len(got), got[len(got)-20:])
+	}
+	if got := Bound("a\n  b\tc", 100); got != "a b c" {
+		t.Errorf("Bound folded white space to %q", got)
+	}
+	if got := Bound("short", 100); got != "short" {
+		t.Errorf("Bound changed a short message to %q", got)
+	}
+}

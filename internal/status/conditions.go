@@ -1,0 +1,92 @@
+// Package status is the status contract of every custom resource this operator
+// reconciles: the condition types and reasons, the typed status, the pure
+// functions that compute conditions from what a reconcile observed, and the one
+// writer that patches the result onto the resource.
+//
+// docs/status.md describes the same contract for users; keep them together.
+package status
+
+// Condition types. kstatus reads Ready, Reconciling and Stalled; the others
+// describe the Helm release in the operator's own vocabulary.
+const (
+	// TypeReady summarizes the others; it is derived in exactly one function, Summarize.
+	TypeReady = "Ready"
+	// TypeReconciling is True while the operator is working towards the desired state.
+	TypeReconciling = "Reconciling"
+	// TypeStalled is True when no progress is possible without a change to the resource.
+	TypeStalled = "Stalled"
+	// TypeInitialized is True once the resource has been taken in hand (finalizer added).
+	TypeInitialized = "Initialized"
+	// TypeDeployed is True while a release of the chart is deployed for the resource.
+	TypeDeployed = "Deployed"
+	// TypeReleaseFailed is True when the latest Helm install, upgrade or uninstall failed.
+	TypeReleaseFailed = "ReleaseFailed"
+	// TypeIrreconcilable is True when the operator could not reconcile the resource
+	// for a reason outside a Helm install, upgrade or uninstall.
+	TypeIrreconcilable = "Irreconcilable"
+)
+
+// Reasons. Every condition this operator writes carries one of these; none is empty.
+const (
+	// Deployed, ReleaseFailed=False, Ready=True.
+	ReasonInstallSuccessful   = "InstallSuccessful"
+	ReasonUpgradeSuccessful   = "UpgradeSuccessful"
+	ReasonUninstallSuccessful = "UninstallSuccessful"
+	// ReasonNotDeployed: Deployed=False because no release has been deployed yet.
+	ReasonNotDeployed = "NotDeployed"
+
+	// ReleaseFailed=True.
+	ReasonInstallError   = "InstallError"
+	ReasonUpgradeError   = "UpgradeError"
+	ReasonUninstallError = "UninstallError"
+	// ReasonNoFailure: ReleaseFailed=False before any Helm action was attempted.
+	ReasonNoFailure = "NoFailure"
+
+	// Irreconcilable=True.
+	ReasonReconcileError           = "ReconcileError"
+	ReasonErrorGettingClient       = "ErrorGettingClient"
+	ReasonErrorGettingValues       = "ErrorGettingValues"
+	ReasonErrorGettingReleaseState = "ErrorGettingReleaseState"
+	ReasonErrorAddingFinalizer     = "ErrorAddingFinalizer"
+	ReasonErrorRemovingFinalizer   = "ErrorRemovingFinalizer"
+	// ReasonReleasePending: the latest release is locked in a pending state by an
+	// operation that never finished.
+	ReasonReleasePending = "ReleasePending"
+	// ReasonReconcileSuccessful: Irreconcilable=False, the last reconcile completed.
+	ReasonReconcileSuccessful = "ReconcileSuccessful"
+	// ReasonNoReconcileError: Irreconcilable=False while a Helm action failed; ReleaseFailed has the verdict.
+	ReasonNoReconcileError = "NoReconcileError"
+
+	// Stalled=True: the chart rejects the values or does not render.
+	ReasonInvalidValues    = "InvalidValues"
+	ReasonChartRenderError = "ChartRenderError"
+	// ReasonNotStalled: Stalled=False.
+	ReasonNotStalled = "NotStalled"
+
+	// Initialized.
+	ReasonInitialized = "Initialized"
+
+	// Reconciling and Ready while work is under way or being retried.
+	ReasonProgressing = "Progressing"
+	ReasonRetrying    = "Retrying"
+	ReasonDeleting    = "Deleting"
+	// ReasonSucceeded: Reconciling=False, the resource is settled.
+	ReasonSucceeded = "Succeeded"
+	// ReasonStalled: Reconciling=False because the resource is stalled.
+	ReasonStalled = "Stalled"
+)
+
+// Action names recorded in failedRelease.action.
+const (
+	ActionInstall   = "install"
+	ActionUpgrade   = "upgrade"
+	ActionUninstall = "uninstall"
+	ActionReconcile = "reconcile"
+)
+
+// OwnedConditionTypes are the condition types this operator writes. Conditions of
+// other types under status.conditions belong to someone else and are kept as they are.
+var OwnedConditionTypes = []string{
+	TypeReady, TypeReconciling, TypeStalled, TypeInitialized,
+	TypeDeployed, TypeReleaseFailed, TypeIrreconcilable,
+}

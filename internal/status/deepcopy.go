@@ -1,0 +1,32 @@
+package status
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// DeepCopy returns a copy of s that shares no memory with it.
+func (s *Status) DeepCopy() *Status {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	if s.Conditions != nil {
+		out.Conditions = make([]metav1.Condition, len(s.Conditions))
+		for i := range s.Conditions {
+			s.Conditions[i].DeepCopyInto(&out.Conditions[i])
+		}
+	}
+	if s.DeployedRelease != nil {
+		d := *s.DeployedRelease
+		if d.FirstDeployed != nil {
+			d.FirstDeployed = d.FirstDeployed.DeepCopy()
+		}
+		if d.LastDeployed != nil {
+			d.LastDeployed = d.LastDeployed.DeepCopy()
+		}
+		out.DeployedRelease = &d
+	}
+	if s.FailedRelease != nil {
+		f := *s.FailedRelease
+		out.FailedRelease = &f
+	}
+	return &out
+}

@@ -1,0 +1,38 @@
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Summarize sets Ready from the other conditions. It is the only place that
+// writes Ready. Ready is True only when the resource's current generation is
+// deployed and no failure stands; the first standing problem, in the order
+// Stalled, ReleaseFailed, Irreconcilable, Reconciling, gives Ready its reason
+// and message, so `kubectl get` shows the cause in the Reason column.
+func Summarize(s *Status, generation int64) {
+	ready := metav1.Condition{Type: TypeReady, ObservedGeneration: generation}
+	find := func(t string) *metav1.Condition { return meta.FindStatusCondition(s.Conditions, t) }
+	isTrue := func(t string) (*metav1.Condition, bool) {
+		c := find(t)
+		return c, c != nil && c.Status == metav1.ConditionTrue
+	}
+
+	if c, ok := isTrue(TypeStalled); ok {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
+	} else if c, ok := isTrue(TypeReleaseFailed); ok {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
+	} else if c, ok := isTrue(TypeIrreconcilable); ok {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
+	} else if c, ok := isTrue(TypeReconciling); ok {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, c.Reason, c.Message
+	} else if c, ok := isTrue(TypeDeployed); ok && s.ObservedGeneration == generation {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, c.Reason, c.Message
+	} else if c := find(TypeDeployed); c != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
+	} else {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, ReasonProgressing,
+			"The resource has not been reconciled yet"
+	}
+	meta.SetStatusCondition(&s.Conditions, ready)
+}

@@ -1,0 +1,48 @@
+package status
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Status is the part of a resource's .status that this operator owns. Fields
+// under .status that are not listed here belong to others and survive every write.
+type Status struct {
+	// ObservedGeneration is the metadata.generation this status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions in the metav1.Condition shape.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// DeployedRelease is the release now deployed; nil before the first success
+	// and after an uninstall.
+	DeployedRelease *DeployedRelease `json:"deployedRelease,omitempty"`
+	// FailedRelease is the latest failed attempt; kept after recovery for inspection.
+	FailedRelease *FailedRelease `json:"failedRelease,omitempty"`
+	// LastAttemptedGeneration is the generation of the latest Helm install or upgrade attempt.
+	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
+	// Failures counts consecutive failed attempts; a success resets it to zero.
+	Failures int64 `json:"failures,omitempty"`
+}
+
+// DeployedRelease describes a release read back from Helm's storage. It holds
+// digests, never values or manifests.
+type DeployedRelease struct {
+	Name           string       `json:"name"`
+	Namespace      string       `json:"namespace"`
+	Revision       int          `json:"revision"`
+	Chart          string       `json:"chart"`
+	ChartVersion   string       `json:"chartVersion"`
+	AppVersion     string       `json:"appVersion,omitempty"`
+	Status         string       `json:"status"`
+	FirstDeployed  *metav1.Time `json:"firstDeployed,omitempty"`
+	LastDeployed   *metav1.Time `json:"lastDeployed,omitempty"`
+	ValuesDigest   string       `json:"valuesDigest,omitempty"`
+	ManifestDigest string       `json:"manifestDigest,omitempty"`
+}
+
+// FailedRelease describes the latest failed attempt.
+type FailedRelease struct {
+	// Revision is the revision Helm stored for the attempt; 0 (omitted) when Helm
+	// stored none, e.g. when the chart did not render.
+	Revision int         `json:"revision,omitempty"`
+	Action   string      `json:"action"`
+	Reason   string      `json:"reason"`
+	Message  string      `json:"message"`
+	Time     metav1.Time `json:"time"`
+}

@@ -1,0 +1,166 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ownedFields are the keys under .status this operator writes. Any other key
+// belongs to someone else and is never touched.
+var ownedFields = []string{
+	"observedGeneration", "deployedRelease", "failedRelease",
+	"lastAttemptedGeneration", "failures",
+}
+
+// shortMessageLength is the bound used when the API server refused a status
+// write for its size.
+const shortMessageLength = 256
+
+// maxWriteAttempts bounds the retries of one status write (conflicts, size).
+const maxWriteAttempts = 5
+
+// FromObject reads the operator's part of obj's status. A status that does not
+// decode (someone wrote garbage) reads as empty, so the next write repairs it.
+func FromObject(obj *unstructured.Unstructured) Status {
+	var s Status
+	raw, ok := obj.Object["status"].(map[string]any)
+	if !ok {
+		return s
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &s); err != nil {
+		return Status{}
+	}
+	return s
+}
+
+// Writer patches a resource's status. Every exit of a reconcile goes through
+// Write; it is the only code that writes status.
+type Writer struct {
+	Client client.Client
+}
+
+// Write merges s into obj's status and patches the difference to the API
+// server. It writes nothing when nothing changed. Fields and conditions that
+// the operator does not own are kept. A conflict re-reads the object and tries
+// again; a write refused for its size is retried with shortened messages. On
+// success obj holds what the server stored.
+func (w Writer) Write(ctx context.Context, obj *unstructured.Unstructured, s Status) error {
+	var lastErr error
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
+		base := obj.DeepCopy()
+		changed, err := merge(obj, s)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return nil
+		}
+		lastErr = w.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case lastErr == nil:
+			return nil
+		case apierrors.IsConflict(lastErr):
+			if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return fmt.Errorf("re-reading %s after a status conflict: %w", obj.GetName(), err)
+			}
+		case tooLarge(lastErr):
+			obj.Object = base.Object
+			s = shorten(s, shortMessageLength)
+		default:
+			obj.Object = base.Object
+			return fmt.Errorf("writing status: %w", lastErr)
+		}
+	}
+	return fmt.Errorf("writing status: gave up after %d attempts: %w", maxWriteAttempts, lastErr)
+}
+
+// merge writes the owned part of s into obj and reports whether obj changed.
+func merge(obj *unstructured.Unstructured, s Status) (bool, error) {
+	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+	if err != nil {
+		return false, fmt.Errorf("encoding status: %w", err)
+	}
+	cur, _ := obj.Object["status"].(map[string]any)
+	next := runtime.DeepCopyJSON(cur)
+	if next == nil {
+		next = map[string]any{}
+	}
+	for _, k := range ownedFields {
+		if v, ok := want[k]; ok {
+			next[k] = v
+		} else {
+			delete(next, k)
+		}
+	}
+	next["conditions"] = mergeConditions(next["conditions"], want["conditions"])
+	if conds, _ := next["conditions"].([]any); len(conds) == 0 {
+		delete(next, "conditions")
+	}
+	if equality.Semantic.DeepEqual(cur, next) {
+		return false, nil
+	}
+	obj.Object["status"] = next
+	return true, nil
+}
+
+// mergeConditions keeps the conditions of types the operator does not own, in
+// place, and replaces the owned ones with want's.
+func mergeConditions(have, want any) []any {
+	wantList, _ := want.([]any)
+	haveList, _ := have.([]any)
+	byType := map[string]any{}
+	for _, c := range wantList {
+		byType[condType(c)] = c
+	}
+	var out []any
+	for _, c := range haveList {
+		t := condType(c)
+		if !slices.Contains(OwnedConditionTypes, t) {
+			out = append(out, c)
+			continue
+		}
+		if w, ok := byType[t]; ok {
+			out = append(out, w)
+			delete(byType, t)
+		}
+	}
+	for _, c := range wantList {
+		if _, ok := byType[condType(c)]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func condType(c any) string {
+	m, _ := c.(map[string]any)
+	t, _ := m["type"].(string)
+	return t
+}
+
+func tooLarge(err error) bool {
+	if apierrors.IsRequestEntityTooLargeError(err) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return apierrors.IsInvalid(err) && (strings.Contains(msg, "too long") || strings.Contains(msg, "too large"))
+}
+
+func shorten(s Status, max int) Status {
+	out := *s.DeepCopy()
+	for i := range out.Conditions {
+		out.Conditions[i].Message = Bound(out.Conditions[i].Message, max)
+	}
+	if out.FailedRelease != nil {
+		out.FailedRelease.Message = Bound(out.FailedRelease.Message, max)
+	}
+	return out
+}

@@ -1,0 +1,234 @@
+// Package testutil holds what the envtest suites share: a control plane per
+// test binary, a namespace per test, the operator run in-process, and the
+// polling helpers that read status the way a user does.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/watches"
+)
+
+// Kinds of the product.
+var (
+	NginxGVK = schema.GroupVersionKind{Group: "web.helmapp.io", Version: "v1alpha1", Kind: "Nginx"}
+	EchoGVK  = schema.GroupVersionKind{Group: "web.helmapp.io", Version: "v1alpha1", Kind: "Echo"}
+)
+
+// RepoRoot is the checkout's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// StartControlPlane starts kube-apiserver and etcd with the project's CRDs
+// (plus extra CRD directories) for a test binary's TestMain.
+func StartControlPlane(extraCRDDirs ...string) (*controlplane.ControlPlane, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	dirs := append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, extraCRDDirs...)
+	return controlplane.Start(ctx, controlplane.Options{CRDDirectoryPaths: dirs})
+}
+
+// Client returns a client for cfg.
+func Client(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return c
+}
+
+// Namespace creates a namespace for one test.
+func Namespace(t testing.TB, c client.Client, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5)}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// WatchesFile writes a watches file whose chart paths are made absolute
+// (relative to the repository root) and returns its path.
+func WatchesFile(t testing.TB, content string) string {
+	t.Helper()
+	content = strings.ReplaceAll(content, "chart: helm-charts/", "chart: "+filepath.Join(RepoRoot(), "helm-charts")+"/")
+	p := filepath.Join(t.TempDir(), "watches.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// DefaultWatches is the project's own watches.yaml.
+func DefaultWatches(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "watches.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return WatchesFile(t, string(b))
+}
+
+// StartOperator runs the operator in-process on cfg until the test ends.
+// mutate adjusts the manager's configuration.
+func StartOperator(t testing.TB, cfg *rest.Config, watchesPath string, namespaces []string, mutate ...func(*operator.Config)) {
+	t.Helper()
+	ws, err := watches.Load(watchesPath)
+	if err != nil {
+		t.Fatalf("loading watches: %v", err)
+	}
+	c := operator.Config{
+		WatchNamespaces:         namespaces,
+		MaxConcurrentReconciles: 2,
+		ReconcilePeriod:         time.Minute,
+		MetricsBindAddress:      "0",
+		HealthProbeBindAddress:  "0",
+		SkipNameValidation:      true,
+	}
+	for _, m := range mutate {
+		m(&c)
+	}
+	mgr, err := operator.New(cfg, c, ws)
+	if err != nil {
+		t.Fatalf("creating the operator: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// NewCR returns a resource of gvk with spec.
+func NewCR(gvk schema.GroupVersionKind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+// Get reads a resource of gvk.
+func Get(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	return u, err
+}
+
+// Condition returns the condition typ of u's status, or nil.
+func Condition(u *unstructured.Unstructured, typ string) *metav1.Condition {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var conds []metav1.Condition
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		c := metav1.Condition{}
+		c.Type, _ = m["type"].(string)
+		s, _ := m["status"].(string)
+		c.Status = metav1.ConditionStatus(s)
+		c.Reason, _ = m["reason"].(string)
+		c.Message, _ = m["message"].(string)
+		if g, ok := m["observedGeneration"].(int64); ok {
+			c.ObservedGeneration = g
+		}
+		if ts, ok := m["lastTransitionTime"].(string); ok {
+			if tt, err := time.Parse(time.RFC3339, ts); err == nil {
+				c.LastTransitionTime = metav1.NewTime(tt)
+			}
+		}
+		conds = append(conds, c)
+	}
+	return meta.FindStatusCondition(conds, typ)
+}
+
+// ConditionIs tells whether u's condition typ has status st and reason.
+func ConditionIs(u *unstructured.Unstructured, typ string, st metav1.ConditionStatus, reason string) bool {
+	c := Condition(u, typ)
+	return c != nil && c.Status == st && (reason == "" || c.Reason == reason)
+}
+
+// Describe renders u's conditions on one line for failure messages.
+func Describe(u *unstructured.Unstructured) string {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var parts []string
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		parts = append(parts, fmt.Sprintf("%v=%v/%v(%v)", m["type"], m["status"], m["reason"], m["message"]))
+	}
+	return fmt.Sprintf("generation %d, status.observedGeneration %v, conditions: %s", u.GetGeneration(),
+		u.Object["status"].(map[string]any)["observedGeneration"], strings.Join(parts, "; "))
+}
+
+// Eventually polls cond until it holds or timeout passes; the timeout bounds
+// a failure, it is not a performance assertion.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		last = detail
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// WaitForCondition waits until the resource's condition typ has status st
+// (and reason, when not empty) for its current generation.
+func WaitForCondition(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns, name, typ string, st metav1.ConditionStatus, reason string) *unstructured.Unstructured {
+	t.Helper()
+	var u *unstructured.Unstructured
+	Eventually(t, 2*time.Minute, fmt.Sprintf("%s %s/%s to have %s=%s %s", gvk.Kind, ns, name, typ, st, reason), func() (bool, string) {
+		var err error
+		u, err = Get(t, c, gvk, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		cond := Condition(u, typ)
+		if cond == nil || cond.ObservedGeneration != u.GetGeneration() {
+			return false, safeDescribe(u)
+		}
+		return ConditionIs(u, typ, st, reason), safeDescribe(u)
+	})
+	return u
+}
+
+func safeDescribe(u *unstructured.Unstructured) string {
+	if _, ok := u.Object["status"].(map[string]any); !ok {
+		return "no status"
+	}
+	return Describe(u)
+}

@@ -1,0 +1,160 @@
+// Package watches loads watches.yaml: operator-sdk's format, read by
+// helm-operator-plugins' pkg/watches, after a strict pass of our own that names
+// the entry and the field of any mistake, so that a bad file stops the operator
+// at start with a message a user can act on.
+package watches
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	hopwatches "github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Watch is one entry of watches.yaml: the fields operator-sdk defines, loaded
+// by helm-operator-plugins (chart loaded, override values expanded from the
+// environment, defaults applied).
+type Watch struct {
+	hopwatches.Watch
+}
+
+// entry mirrors the file's format for the strict pass.
+type entry struct {
+	Group                   string                `json:"group"`
+	Version                 string                `json:"version"`
+	Kind                    string                `json:"kind"`
+	Chart                   string                `json:"chart"`
+	WatchDependentResources *bool                 `json:"watchDependentResources,omitempty"`
+	OverrideValues          map[string]string     `json:"overrideValues,omitempty"`
+	ReconcilePeriod         *metav1.Duration      `json:"reconcilePeriod,omitempty"`
+	MaxConcurrentReconciles *int                  `json:"maxConcurrentReconciles,omitempty"`
+	Selector                *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// Load reads and checks the watches file at path.
+func Load(path string) ([]Watch, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("watches file: %w", err)
+	}
+	ws, err := parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("watches file %s: %w", path, err)
+	}
+	return ws, nil
+}
+
+func parse(raw []byte) ([]Watch, error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(js, &items); err != nil {
+		return nil, fmt.Errorf("must be a list of entries: %w", err)
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("has no entries: nothing to watch")
+	}
+	for i, item := range items {
+		if err := checkEntry(item); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
+	}
+	loaded, err := hopwatches.LoadReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Watch, len(loaded))
+	for i := range loaded {
+		out[i] = Watch{Watch: loaded[i]}
+	}
+	return out, nil
+}
+
+func checkEntry(item json.RawMessage) error {
+	e, err := decodeEntry(item)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("(%s/%s %s)", e.Group, e.Version, e.Kind)
+	switch {
+	case e.Version == "":
+		return fmt.Errorf("%s: field version is required", name)
+	case e.Kind == "":
+		return fmt.Errorf("%s: field kind is required", name)
+	case e.Chart == "":
+		return fmt.Errorf("%s: field chart is required", name)
+	case e.MaxConcurrentReconciles != nil && *e.MaxConcurrentReconciles < 1:
+		return fmt.Errorf("%s: field maxConcurrentReconciles must be at least 1, got %d", name, *e.MaxConcurrentReconciles)
+	case e.ReconcilePeriod != nil && e.ReconcilePeriod.Duration < 0:
+		return fmt.Errorf("%s: field reconcilePeriod must not be negative, got %s", name, e.ReconcilePeriod.Duration)
+	}
+	if e.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
+			return fmt.Errorf("%s: field selector: %w", name, err)
+		}
+	}
+	if st, err := os.Stat(e.Chart); err != nil {
+		return fmt.Errorf("%s: field chart: %w", name, err)
+	} else if !st.IsDir() && !bytes.HasSuffix([]byte(e.Chart), []byte(".tgz")) {
+		return fmt.Errorf("%s: field chart: %s is neither a chart directory nor a .tgz archive", name, e.Chart)
+	}
+	return nil
+}
+
+// Period returns the watch's reconcile period, or def when unset.
+func (w Watch) Period(def time.Duration) time.Duration {
+	if w.ReconcilePeriod != nil {
+		return w.ReconcilePeriod.Duration
+	}
+	return def
+}
+
+// Concurrency returns the watch's maxConcurrentReconciles, or def when unset.
+func (w Watch) Concurrency(def int) int {
+	if w.MaxConcurrentReconciles != nil {
+		return *w.MaxConcurrentReconciles
+	}
+	return def
+}
+
+// decodeEntry decodes one entry field by field, so that an error names the field.
+func decodeEntry(item json.RawMessage) (entry, error) {
+	var e entry
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil {
+		return e, fmt.Errorf("must be a mapping of fields: %w", err)
+	}
+	v := reflect.ValueOf(&e).Elem()
+	known := map[string]reflect.Value{}
+	for i := 0; i < v.NumField(); i++ {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		known[name] = v.Field(i)
+	}
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f, ok := known[name]
+		if !ok {
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector)", name)
+		}
+		dec := json.NewDecoder(bytes.NewReader(fields[name]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(f.Addr().Interface()); err != nil {
+			return e, fmt.Errorf("field %s: %w", name, err)
+		}
+	}
+	return e, nil
+}

@@ -1,0 +1,68 @@
+// Command manager runs helm-app-operator: one controller per entry of
+// watches.yaml, each turning resources of its kind into Helm releases of its
+// chart and reporting the truth about them in the resource's status.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/watches"
+)
+
+func main() {
+	var c operator.Config
+	var watchesFile string
+	flag.StringVar(&watchesFile, "watches-file", "watches.yaml", "Path to the watches file; chart paths in it are relative to the working directory.")
+	flag.StringVar(&c.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	flag.BoolVar(&c.LeaderElection, "leader-elect", false, "Enable leader election, so that only one replica reconciles at a time.")
+	flag.StringVar(&c.LeaderElectionID, "leader-election-id", operator.DefaultLeaderElectionID, "Name of the Lease used for leader election.")
+	flag.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace.")
+	flag.IntVar(&c.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Default number of resources of one kind reconciled at once; a watch's maxConcurrentReconciles overrides it.")
+	flag.DurationVar(&c.ReconcilePeriod, "reconcile-period", time.Minute, "Default interval at which a settled resource is reconciled again to correct drift; a watch's reconcilePeriod overrides it.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	c.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))
+
+	// A bad watches file stops the operator before anything else, with a
+	// message naming the entry and the field.
+	ws, err := watches.Load(watchesFile)
+	if err != nil {
+		fail(err)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fail(fmt.Errorf("no Kubernetes configuration: %w", err))
+	}
+	mgr, err := operator.New(cfg, c, ws)
+	if err != nil {
+		fail(err)
+	}
+	if len(c.WatchNamespaces) == 0 {
+		log.Info("Watching all namespaces")
+	} else {
+		log.Info("Watching namespaces", "namespaces", c.WatchNamespaces)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		fail(err)
+	}
+}
+
+// fail prints err on one line to stderr and exits non-zero: a start-up error
+// must be readable without a log parser.
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "error:", err)
+	os.Exit(1)
+}

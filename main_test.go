@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadWatchesFileStopsStart runs the real binary with a broken watches
+// file: it must exit non-zero with one line naming the entry and the field.
+func TestBadWatchesFileStopsStart(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "manager")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	watches := filepath.Join(dir, "watches.yaml")
+	if err := os.WriteFile(watches, []byte(`
+- group: web.helmapp.io
+  version: v1alpha1
+  kind: Nginx
+  chart: helm-charts/nginx
+- group: web.helmapp.io
+  version: v1alpha1
+  kind: Echo
+  chart: helm-charts/echo
+  reconcilePeriod: sometimes
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--watches-file", watches, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	// No kubeconfig: the watches file must be judged before any cluster is needed.
+	cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the operator started with a bad watches file:\n%s", out)
+	}
+	msg := strings.TrimSpace(string(out))
+	for _, want := range []string{"error: watches file", watches, "entry 2", "field reconcilePeriod: time: invalid duration"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("start-up error %q does not contain %q", msg, want)
+		}
+	}
+	if strings.Count(msg, "\n") != 0 {
+		t.Errorf("start-up error is not one line:\n%s", msg)
+	}
+}
