@@ -4,14 +4,18 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,9 +39,23 @@ type Config struct {
 	LeaderElectionID        string
 	LeaderElectionNamespace string
 
+	// RetryBase and RetryMax bound the backoff of failed reconciles; zero
+	// means the reconciler's defaults (1s doubling up to 5m).
+	RetryBase, RetryMax time.Duration
+
 	// SkipNameValidation lets several managers with the same controllers run
 	// in one process, as tests do.
 	SkipNameValidation bool
+	// Logger replaces controller-runtime's global logger for this manager.
+	Logger *logr.Logger
+
+	// Test hooks that wrap real parts to inject faults a real server cannot
+	// produce on demand. Nil in production.
+	//
+	// WrapClient wraps the client the reconcilers read and write resources with.
+	WrapClient func(client.Client) client.Client
+	// WrapStorage wraps Helm's release storage driver (Secrets).
+	WrapStorage func(driver.Driver) driver.Driver
 }
 
 // DefaultLeaderElectionID is the Lease name used when none is given.
@@ -79,6 +97,9 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		GracefulShutdownTimeout: ptr(30 * time.Second),
 		Controller:              config.Controller{SkipNameValidation: ptr(c.SkipNameValidation)},
 	}
+	if c.Logger != nil {
+		opts.Logger = *c.Logger
+	}
 	if len(c.WatchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range c.WatchNamespaces {
@@ -96,7 +117,19 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		return nil, err
 	}
 
-	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper())
+	var acgOpts []helmclient.ActionConfigGetterOption
+	if c.WrapStorage != nil {
+		secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
+		acgOpts = append(acgOpts, helmclient.StorageDriverMapper(
+			func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
+				d, err := secrets(ctx, obj, cfg)
+				if err != nil {
+					return nil, err
+				}
+				return c.WrapStorage(d), nil
+			}))
+	}
+	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)
 	}
@@ -107,15 +140,21 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
 
+	cl := mgr.GetClient()
+	if c.WrapClient != nil {
+		cl = c.WrapClient(cl)
+	}
 	for _, w := range ws {
 		r, err := reconciler.New(reconciler.Options{
-			Client:             mgr.GetClient(),
+			Client:             cl,
 			GVK:                w.GroupVersionKind,
 			Chart:              w.Chart,
 			OverrideValues:     w.OverrideValues,
 			ActionClientGetter: getter,
 			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
+			RetryBase:          c.RetryBase,
+			RetryMax:           c.RetryMax,
 		})
 		if err != nil {
 			return nil, err
@@ -135,4 +174,3 @@ func orDisabled(addr string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-

@@ -25,8 +25,6 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		err = runner.Uninstall()
 	}
 	if err != nil {
-		out.Err = release.AsFailure(err)
-		r.event(obj, out.Err)
 		return false, err
 	}
 	out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
@@ -36,10 +34,8 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 		obj.Object = base.Object
-		out.Err = &status.Failure{Reason: status.ReasonErrorRemovingFinalizer,
-			Message: fmt.Sprintf("The release was uninstalled but removing the finalizer %s failed: %v", Finalizer, err)}
-		r.event(obj, out.Err)
-		return false, err
+		return false, &release.Error{Reason: status.ReasonErrorRemovingFinalizer,
+			Summary: fmt.Sprintf("The release was uninstalled but removing the finalizer %s failed", Finalizer), Err: err}
 	}
 	return true, nil
 }

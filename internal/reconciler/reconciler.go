@@ -49,6 +49,10 @@ type Options struct {
 	MaxHistory int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// RetryBase and RetryMax bound the backoff of retryable failures: the
+	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
+	// RetryMax. Zero means 1s and 5m.
+	RetryBase, RetryMax time.Duration
 }
 
 // Reconciler reconciles the resources of one kind into Helm releases.
@@ -77,6 +81,12 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = time.Second
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = 5 * time.Minute
+	}
 	return &Reconciler{
 		opts:        opts,
 		chartDigest: release.ChartDigest(opts.Chart),
@@ -87,10 +97,10 @@ func New(opts Options) (*Reconciler, error) {
 // Reconcile brings one resource's release to the state its spec asks for and
 // leaves a truthful status on every exit: the status is computed from what the
 // reconcile observed and written once, in a deferred function, whatever the
-// path taken. Retryable failures are returned (controller-runtime backs off);
-// stalled ones are not retried until the resource changes.
+// path taken. A retryable failure is retried after a backoff that doubles
+// with each consecutive failure and is shown in the Reconciling condition; a
+// stalled resource is not retried until it changes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	log := ctrl.LoggerFrom(ctx)
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.opts.GVK)
 	if err := r.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -110,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 
+	redactor := r.redactor(obj)
 	if !obj.GetDeletionTimestamp().IsZero() {
 		if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 			gone = true // not ours to finish; write nothing
@@ -117,29 +128,66 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		var err error
 		gone, err = r.delete(ctx, obj, &out)
-		return ctrl.Result{}, err
+		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 
 	if err := r.ensureFinalizer(ctx, obj); err != nil {
-		out.Err = &status.Failure{Reason: status.ReasonErrorAddingFinalizer,
-			Message: fmt.Sprintf("Adding the finalizer %s failed: %v", Finalizer, err)}
-		r.event(obj, out.Err)
-		return ctrl.Result{}, err
+		err = &release.Error{Reason: status.ReasonErrorAddingFinalizer,
+			Summary: fmt.Sprintf("Adding the finalizer %s failed", Finalizer), Err: err}
+		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 	out.Initialized = true
 
-	err := r.reconcileRelease(ctx, obj, prev, &out)
-	if err != nil {
-		out.Err = release.AsFailure(err)
-		r.event(obj, out.Err)
-		if out.Err.Terminal() {
-			log.Info("Stalled: no retry until the resource changes", "reason", out.Err.StalledReason)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
+	if err := r.reconcileRelease(ctx, obj, prev, &out); err != nil {
+		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 	r.successEvent(obj, out)
 	return ctrl.Result{RequeueAfter: r.opts.ReconcilePeriod}, nil
+}
+
+// failed records err in out with its reason, with the resource's values
+// redacted from its message, logs it, emits its Warning event, and returns
+// when to try again: after the backoff of the consecutive failures, or never
+// when retrying cannot help until the resource changes.
+func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor) ctrl.Result {
+	if err == nil {
+		return ctrl.Result{}
+	}
+	log := ctrl.LoggerFrom(ctx)
+	out.Err = release.AsFailure(err)
+	out.Err.Message = redactor.Redact(out.Err.Message)
+	r.event(obj, out.Err)
+	if out.Err.Terminal() {
+		log.Info("Stalled: not retried until the resource changes", "reason", out.Err.StalledReason, "error", out.Err.Message)
+		return ctrl.Result{}
+	}
+	out.RetryAfter = r.backoff(prev.Failures + 1)
+	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
+	return ctrl.Result{RequeueAfter: out.RetryAfter}
+}
+
+// backoff is the delay before retrying the n-th consecutive failure.
+func (r *Reconciler) backoff(n int64) time.Duration {
+	d := r.opts.RetryBase
+	for i := int64(1); i < n && d < r.opts.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, r.opts.RetryMax)
+}
+
+// redactor hides the resource's spec values and the watch's override values
+// in messages, keeping the names messages need.
+func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	vals := map[string]any{"spec": spec}
+	for k, v := range r.opts.OverrideValues {
+		vals["override:"+k] = v
+	}
+	keep := []string{obj.GetName(), obj.GetNamespace()}
+	if md := r.opts.Chart.Metadata; md != nil {
+		keep = append(keep, md.Name, md.Version, md.AppVersion)
+	}
+	return status.NewRedactor(vals, keep...)
 }
 
 // reconcileRelease observes the release, runs the one action it needs and

@@ -38,7 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		concurrency = 1
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(strings.ToLower(r.opts.GVK.Kind + "." + r.opts.GVK.Group)).
+		Named(strings.ToLower(r.opts.GVK.Kind+"."+r.opts.GVK.Group)).
 		For(obj, builder.WithPredicates(preds...)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)

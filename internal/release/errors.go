@@ -66,10 +66,10 @@ func renderFailure(err error) bool {
 	}
 	msg := err.Error()
 	for _, marker := range []string{
-		"template: ",                   // text/template parse and execution errors
-		"parse error at",               // template parse errors
-		"execution error at",           // `fail` or `required` in a template
-		"YAML parse error on",          // a template rendered invalid YAML
+		"template: ",                    // text/template parse and execution errors
+		"parse error at",                // template parse errors
+		"execution error at",            // `fail` or `required` in a template
+		"YAML parse error on",           // a template rendered invalid YAML
 		"error converting YAML to JSON", // same, one level lower
 		"values don't meet the specifications of the schema",
 	} {

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,8 @@ type Outcome struct {
 
 	// Err is the failure of this reconcile; nil when it succeeded.
 	Err *Failure
+	// RetryAfter is when a retryable failure is tried again.
+	RetryAfter time.Duration
 }
 
 // Failure is a classified error: where it was born decides its reason.
@@ -208,9 +211,9 @@ func (c conditionSetter) stalledAndReconciling(o Outcome) {
 		if o.Err.Action != "" {
 			what = "The " + o.Err.Action
 		}
-		msg := fmt.Sprintf("%s failed (%d consecutive failures); retrying with backoff", what, c.s.Failures)
+		msg := fmt.Sprintf("%s failed (%d consecutive failures); retrying in %s", what, c.s.Failures, o.RetryAfter)
 		if o.Deleting {
-			msg = fmt.Sprintf("The deletion is being retried with backoff (%d consecutive failures); the finalizer stays until the release is uninstalled", c.s.Failures)
+			msg = fmt.Sprintf("The deletion is being retried in %s (%d consecutive failures); the finalizer stays until the release is uninstalled", o.RetryAfter, c.s.Failures)
 		}
 		c.set(TypeReconciling, metav1.ConditionTrue, ReasonRetrying, msg)
 	default:

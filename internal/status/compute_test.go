@@ -272,3 +272,17 @@ func TestBound(t *testing.T) {
 		t.Errorf("Bound changed a short message to %q", got)
 	}
 }
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor(map[string]any{
+		"password": "hunter2-s3cret",
+		"nested":   map[string]any{"list": []any{"multi\nline secret"}},
+		"short":    "abc",
+		"name":     "web-frontend",
+	}, "web-frontend")
+	got := r.Redact(`admission denied: data "hunter2-s3cret" and "multi\nline secret" for web-frontend (abc)`)
+	want := `admission denied: data "[redacted]" and "[redacted]" for web-frontend (abc)`
+	if got != want {
+		t.Errorf("Redact gave\n%s\nwant\n%s", got, want)
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,8 +111,9 @@ func merge(obj *unstructured.Unstructured, s Status) (bool, error) {
 	return true, nil
 }
 
-// mergeConditions keeps the conditions of types the operator does not own, in
-// place, and replaces the owned ones with want's.
+// mergeConditions returns the owned conditions of want in the order of
+// OwnedConditionTypes (Ready first, as `kubectl describe` should show it),
+// followed by the conditions of other types from have, untouched and in place.
 func mergeConditions(have, want any) []any {
 	wantList, _ := want.([]any)
 	haveList, _ := have.([]any)
@@ -121,19 +122,13 @@ func mergeConditions(have, want any) []any {
 		byType[condType(c)] = c
 	}
 	var out []any
-	for _, c := range haveList {
-		t := condType(c)
-		if !slices.Contains(OwnedConditionTypes, t) {
+	for _, t := range OwnedConditionTypes {
+		if c, ok := byType[t]; ok {
 			out = append(out, c)
-			continue
-		}
-		if w, ok := byType[t]; ok {
-			out = append(out, w)
-			delete(byType, t)
 		}
 	}
-	for _, c := range wantList {
-		if _, ok := byType[condType(c)]; ok {
+	for _, c := range haveList {
+		if !slices.Contains(OwnedConditionTypes, condType(c)) {
 			out = append(out, c)
 		}
 	}

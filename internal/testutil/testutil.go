@@ -232,3 +232,13 @@ func safeDescribe(u *unstructured.Unstructured) string {
 	}
 	return Describe(u)
 }
+
+// WatchClient returns a client that can also watch.
+func WatchClient(t testing.TB, cfg *rest.Config) client.WithWatch {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return c
+}

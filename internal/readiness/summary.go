@@ -1,0 +1,147 @@
+package readiness
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// Reasons of the ResourcesReady condition.
+const (
+	// ReasonAllCurrent: ResourcesReady=True, every object of the release is Current.
+	ReasonAllCurrent = "AllResourcesCurrent"
+	// ReasonFailed: ResourcesReady=False, at least one object failed (kstatus Failed).
+	ReasonFailed = "Failed"
+	// ReasonNotFound: ResourcesReady=False, none failed but at least one object is missing.
+	ReasonNotFound = "NotFound"
+	// ReasonInProgress: ResourcesReady=False, objects are still on their way
+	// (InProgress), being deleted (Terminating), or could not be judged (Unknown).
+	ReasonInProgress = "InProgress"
+)
+
+// MaxNotReady bounds the objects listed in Summary.NotReady.
+const MaxNotReady = 10
+
+// maxNamed is how many not-ready objects the summary message names.
+const maxNamed = 3
+
+// maxNamedLength bounds each named object's part of the message, so that three
+// of them and the "; and N more" tail fit in status.MaxMessageLength.
+const maxNamedLength = (status.MaxMessageLength - 64) / maxNamed
+
+// NotReadyObject is one object of the release that is not Current, as listed
+// in status.resources.notReady.
+type NotReadyObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Status is kstatus's verdict: InProgress, Failed, NotFound, Terminating or Unknown.
+	Status string `json:"status"`
+	// Message says why, on one line.
+	Message string `json:"message,omitempty"`
+}
+
+// Summary is the readiness of a release's objects as a whole.
+type Summary struct {
+	// Total counts the objects of the release; Ready those that are Current.
+	Total, Ready int
+	// NotReady lists at most MaxNotReady objects that are not Current, most
+	// severe first (see Summarize).
+	NotReady []NotReadyObject
+	// Reason and Message are those of the ResourcesReady condition.
+	Reason, Message string
+	// AllReady is true when every object is Current; ResourcesReady is then True.
+	AllReady bool
+}
+
+// Summarize turns the results of Check into the ResourcesReady condition's
+// verdict and the status.resources counts. It is pure.
+//
+// Reasons, first that applies: Failed when any object is Failed, NotFound when
+// any is missing, InProgress otherwise while any is not Current (InProgress,
+// Terminating, or Unknown because it could not be read: none of these says the
+// release is broken, and the next check may settle them), and
+// AllResourcesCurrent when all are Current, a release without objects included.
+//
+// Not-ready objects are ordered Failed, NotFound, then the rest, each group by
+// kind, namespace and name. The message names the first three,
+// "Deployment web: 1/3 replicas available; Service db: not found; and 2 more",
+// and is at most status.MaxMessageLength bytes on one line.
+func Summarize(results []Result) Summary {
+	s := Summary{Total: len(results)}
+	var notReady []Result
+	for _, r := range results {
+		if r.Status == kstatus.CurrentStatus {
+			s.Ready++
+			continue
+		}
+		notReady = append(notReady, r)
+	}
+	if len(notReady) == 0 {
+		s.AllReady, s.Reason = true, ReasonAllCurrent
+		s.Message = fmt.Sprintf("All %d resources are Current", s.Total)
+		if s.Total == 0 {
+			s.Message = "The release has no resources"
+		}
+		return s
+	}
+
+	slices.SortFunc(notReady, func(a, b Result) int {
+		return cmp.Or(
+			cmp.Compare(severity(a.Status), severity(b.Status)),
+			cmp.Compare(a.Ref.Kind, b.Ref.Kind),
+			cmp.Compare(a.Ref.Namespace, b.Ref.Namespace),
+			cmp.Compare(a.Ref.Name, b.Ref.Name),
+			cmp.Compare(a.Ref.APIVersion, b.Ref.APIVersion),
+		)
+	})
+	switch severity(notReady[0].Status) {
+	case 0:
+		s.Reason = ReasonFailed
+	case 1:
+		s.Reason = ReasonNotFound
+	default:
+		s.Reason = ReasonInProgress
+	}
+
+	for _, r := range notReady[:min(len(notReady), MaxNotReady)] {
+		s.NotReady = append(s.NotReady, NotReadyObject{
+			APIVersion: r.Ref.APIVersion, Kind: r.Ref.Kind, Namespace: r.Ref.Namespace, Name: r.Ref.Name,
+			Status:  string(r.Status),
+			Message: status.Bound(r.Message, MaxObjectMessageLength),
+		})
+	}
+
+	parts := make([]string, 0, maxNamed+1)
+	for _, r := range notReady[:min(len(notReady), maxNamed)] {
+		msg := r.Message
+		if msg == "" {
+			msg = string(r.Status)
+		}
+		parts = append(parts, status.Bound(r.Ref.Kind+" "+r.Ref.Name+": "+msg, maxNamedLength))
+	}
+	if more := len(notReady) - maxNamed; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	s.Message = status.Bound(strings.Join(parts, "; "), status.MaxMessageLength)
+	return s
+}
+
+// severity orders statuses for the reason and the listing: Failed, then
+// NotFound, then every other not-Current status.
+func severity(st kstatus.Status) int {
+	switch st {
+	case kstatus.FailedStatus:
+		return 0
+	case kstatus.NotFoundStatus:
+		return 1
+	default:
+		return 2
+	}
+}

@@ -1,0 +1,347 @@
+package reconciler_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/helmapp/helm-app-operator/internal/operator"
+	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+)
+
+var (
+	widgetGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Widget"}
+	gadgetGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Gadget"}
+)
+
+// testWatches maps the product kinds to their charts, and two test kinds
+// whose specs the API server does not type: Widget to the nginx chart and
+// Gadget to a test chart whose failures can be switched on.
+func testWatches(t *testing.T) string {
+	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tu.WatchesFile(t, `
+- {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx}
+- {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx}
+- {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+`}
+`)
+}
+
+// env is one test's namespace and operator, with the operator's parts wrapped
+// so a test can count its writes, inject faults and read its logs.
+type env struct {
+	t  *testing.T
+	c  client.Client
+	ns string
+
+	// statusPatches counts the operator's status writes; gets its reads.
+	statusPatches, gets atomic.Int64
+	// statusPatchFault, when set, may fail a status write before it reaches the server.
+	statusPatchFault atomic.Pointer[func(obj client.Object) error]
+	// failStorageQuery makes Helm's storage fail to list releases.
+	failStorageQuery atomic.Bool
+	logs             *syncBuffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, c: tu.Client(t, cfg), logs: &syncBuffer{}}
+	e.ns = tu.Namespace(t, e.c, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:min(20, len(t.Name()))])
+	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
+	tu.StartOperator(t, cfg, testWatches(t), []string{e.ns}, func(c *operator.Config) {
+		c.Logger = &logger
+		c.RetryBase, c.RetryMax = 200*time.Millisecond, 2*time.Second
+		c.WrapClient = func(cl client.Client) client.Client {
+			return interceptor.NewClient(noWatch{cl}, interceptor.Funcs{
+				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					e.gets.Add(1)
+					return cl.Get(ctx, key, obj, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					if f := e.statusPatchFault.Load(); f != nil {
+						if err := (*f)(obj); err != nil {
+							return err
+						}
+					}
+					e.statusPatches.Add(1)
+					return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+			})
+		}
+		c.WrapStorage = func(d driver.Driver) driver.Driver { return &faultyDriver{Driver: d, fail: &e.failStorageQuery} }
+	})
+	return e
+}
+
+// noWatch lets the interceptor wrap the manager's client, which cannot watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, fmt.Errorf("watch is not supported")
+}
+
+// faultyDriver is Helm's real Secret driver, whose listing can be made to fail.
+type faultyDriver struct {
+	driver.Driver
+	fail *atomic.Bool
+}
+
+func (d *faultyDriver) Query(labels map[string]string) ([]*release.Release, error) {
+	if d.fail.Load() {
+		return nil, fmt.Errorf("injected: the storage could not list releases")
+	}
+	return d.Driver.Query(labels)
+}
+
+func (d *faultyDriver) List(filter func(*release.Release) bool) ([]*release.Release, error) {
+	if d.fail.Load() {
+		return nil, fmt.Errorf("injected: the storage could not list releases")
+	}
+	return d.Driver.List(filter)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (e *env) create(gvk schema.GroupVersionKind, name string, spec map[string]any) *unstructured.Unstructured {
+	e.t.Helper()
+	u := tu.NewCR(gvk, e.ns, name, spec)
+	if err := e.c.Create(context.Background(), u); err != nil {
+		e.t.Fatalf("creating %s %s: %v", gvk.Kind, name, err)
+	}
+	return u
+}
+
+func (e *env) get(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
+	e.t.Helper()
+	u, err := tu.Get(e.t, e.c, gvk, e.ns, name)
+	if err != nil {
+		e.t.Fatalf("reading %s %s: %v", gvk.Kind, name, err)
+	}
+	return u
+}
+
+// patchSpec merges spec into the resource's spec.
+func (e *env) patchSpec(gvk schema.GroupVersionKind, name string, spec map[string]any) {
+	e.t.Helper()
+	e.mergePatch(gvk, name, map[string]any{"spec": spec})
+}
+
+// poke changes an annotation, which makes the operator reconcile the resource.
+func (e *env) poke(gvk schema.GroupVersionKind, name string) {
+	e.t.Helper()
+	e.mergePatch(gvk, name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"test.helmapp.io/poke": time.Now().Format(time.RFC3339Nano)}}})
+}
+
+func (e *env) mergePatch(gvk schema.GroupVersionKind, name string, patch map[string]any) {
+	e.t.Helper()
+	b, _ := json.Marshal(patch)
+	u := tu.NewCR(gvk, e.ns, name, nil)
+	if err := e.c.Patch(context.Background(), u, client.RawPatch("application/merge-patch+json", b)); err != nil {
+		e.t.Fatalf("patching %s %s: %v", gvk.Kind, name, err)
+	}
+}
+
+func (e *env) wait(gvk schema.GroupVersionKind, name, typ string, st metav1.ConditionStatus, reason string) *unstructured.Unstructured {
+	e.t.Helper()
+	return tu.WaitForCondition(e.t, e.c, gvk, e.ns, name, typ, st, reason)
+}
+
+// expect checks "Type=Status/Reason" conditions on u.
+func expect(t *testing.T, u *unstructured.Unstructured, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		typ, rest, _ := strings.Cut(w, "=")
+		st, reason, _ := strings.Cut(rest, "/")
+		if !tu.ConditionIs(u, typ, metav1.ConditionStatus(st), reason) {
+			t.Errorf("want %s; have %s", w, tu.Describe(u))
+		}
+	}
+	checkContract(t, u)
+}
+
+// checkContract checks what must hold for every status: observedGeneration on
+// the status and every condition, a reason on every condition, one-line
+// bounded messages.
+func checkContract(t *testing.T, u *unstructured.Unstructured) {
+	t.Helper()
+	og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if og != u.GetGeneration() {
+		t.Errorf("status.observedGeneration %d, generation %d", og, u.GetGeneration())
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m := c.(map[string]any)
+		if m["reason"] == "" || m["observedGeneration"] != og {
+			t.Errorf("condition %v: reason %q observedGeneration %v (status %d)", m["type"], m["reason"], m["observedGeneration"], og)
+		}
+		msg, _ := m["message"].(string)
+		if strings.Contains(msg, "\n") || len(msg) > 1024 {
+			t.Errorf("condition %v message is not one bounded line (%d bytes)", m["type"], len(msg))
+		}
+	}
+}
+
+func nested(u *unstructured.Unstructured, fields ...string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, fields...)
+	return v
+}
+
+func conditionMessage(u *unstructured.Unstructured, typ string) string {
+	if c := tu.Condition(u, typ); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// history reads the release's history with Helm's own storage, as the helm CLI does.
+func history(t *testing.T, ns, name string) []*release.Release {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(ns))).History(name)
+	if err != nil && !strings.Contains(err.Error(), "not found") {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// events returns the events about u, newest last.
+func (e *env) events(u *unstructured.Unstructured) []corev1.Event {
+	e.t.Helper()
+	list := &corev1.EventList{}
+	if err := e.c.List(context.Background(), list, client.InNamespace(e.ns)); err != nil {
+		e.t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.UID == u.GetUID() {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// waitEvent waits for an event of reason about u and returns it.
+func (e *env) waitEvent(u *unstructured.Unstructured, typ, reason string) corev1.Event {
+	e.t.Helper()
+	var found corev1.Event
+	tu.Eventually(e.t, time.Minute, "event "+reason, func() (bool, string) {
+		var seen []string
+		for _, ev := range e.events(u) {
+			seen = append(seen, ev.Reason)
+			if ev.Reason == reason && ev.Type == typ {
+				found = ev
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("events %v", seen)
+	})
+	return found
+}
+
+// policy installs a ValidatingAdmissionPolicy bound to the test's namespace:
+// a real API-server denial, no mock. It returns a function removing it.
+func (e *env) policy(name string, rules []admissionv1.NamedRuleWithOperations, v admissionv1.Validation) func() {
+	e.t.Helper()
+	ctx := context.Background()
+	name = e.ns + "-" + name
+	fail := admissionv1.Fail
+	p := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
+			Validations:      []admissionv1.Validation{v},
+		},
+	}
+	b := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns}}},
+		},
+	}
+	for _, o := range []client.Object{p, b} {
+		if err := e.c.Create(ctx, o); err != nil {
+			e.t.Fatalf("creating policy %s: %v", name, err)
+		}
+	}
+	removed := false
+	remove := func() {
+		if removed {
+			return
+		}
+		removed = true
+		for _, o := range []client.Object{b, p} {
+			if err := e.c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+				e.t.Errorf("deleting policy %s: %v", name, err)
+			}
+		}
+		// The API server applies the removal asynchronously.
+		time.Sleep(2 * time.Second)
+	}
+	e.t.Cleanup(remove)
+	return remove
+}
+
+// rule matches resources of a core or named group for the given operations.
+func rule(group, resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
+	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
+		Operations: ops,
+		Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
+	}}
+}
+
+// waitDenied polls a server-side dry run until the API server denies it: the
+// policy is then in force.
+func (e *env) waitDenied(what string, try func(ctx context.Context) error) {
+	e.t.Helper()
+	tu.Eventually(e.t, 30*time.Second, "the policy denying "+what+" to be in force", func() (bool, string) {
+		err := try(context.Background())
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), fmt.Sprintf("dry run gave %v", err)
+	})
+}
