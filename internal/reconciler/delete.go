@@ -25,6 +25,14 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		err = runner.Uninstall()
 	}
 	if err != nil {
+		// A failed uninstall may have removed part of the release and marked
+		// it uninstalling: read back what Helm stored rather than keep
+		// claiming the old revision is deployed.
+		if runner != nil {
+			if st, obsErr := release.Observe(runner.Client, runner.Name); obsErr == nil {
+				out.DeployedKnown, out.Deployed = true, release.Describe(st.Deployed)
+			}
+		}
 		return false, err
 	}
 	out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true

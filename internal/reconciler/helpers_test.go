@@ -68,7 +68,7 @@ type env struct {
 	logs             *syncBuffer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 	t.Helper()
 	e := &env{t: t, c: tu.Client(t, cfg), logs: &syncBuffer{}}
 	e.ns = tu.Namespace(t, e.c, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:min(20, len(t.Name()))])
@@ -94,6 +94,9 @@ func newEnv(t *testing.T) *env {
 			})
 		}
 		c.WrapStorage = func(d driver.Driver) driver.Driver { return &faultyDriver{Driver: d, fail: &e.failStorageQuery} }
+		for _, m := range mutate {
+			m(c)
+		}
 	})
 	return e
 }

@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/storage/driver"
 
@@ -12,11 +13,31 @@ import (
 // Uninstall removes the release's objects and its history. A release that is
 // already gone is a success.
 //
-// On failure it returns an *Error with reason UninstallError.
+// On failure it returns an *Error with reason UninstallError. Helm reports a
+// failed deletion of objects only as "failed to delete release" and writes the
+// objects' errors to its log; Uninstall keeps that log line as the cause, so
+// the status says which object could not be deleted and why.
 func (r *Runner) Uninstall() error {
+	cfg := r.Client.Config()
+	var cause string
+	if cfg != nil && cfg.Log != nil {
+		forward := cfg.Log
+		cfg.Log = func(format string, v ...any) {
+			if strings.HasPrefix(format, "uninstall: Failed to delete release") {
+				cause = fmt.Sprintf(format, v...)
+			}
+			forward(format, v...)
+		}
+		defer func() { cfg.Log = forward }()
+	}
 	_, err := r.Client.Uninstall(r.Name)
 	if err == nil || errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
+	}
+	if cause != "" {
+		objs := strings.TrimPrefix(cause, "uninstall: Failed to delete release: ")
+		objs = strings.TrimSuffix(strings.TrimPrefix(objs, "["), "]")
+		err = fmt.Errorf("could not delete its objects: %s", objs)
 	}
 	return &Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
 		Summary: fmt.Sprintf("Uninstall of release %s failed", r.Name), Err: err}

@@ -157,6 +157,9 @@ func (c conditionSetter) deployed(prev Status, o Outcome) {
 			"Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion))
 	case o.Uninstalled:
 		c.set(TypeDeployed, metav1.ConditionFalse, ReasonUninstallSuccessful, "The release was uninstalled")
+	case o.Deleting && o.DeployedKnown:
+		c.set(TypeDeployed, metav1.ConditionFalse, ReasonUninstalling,
+			"No revision is deployed: the release is being uninstalled and its objects may be partly removed")
 	case !o.DeployedKnown:
 		if meta.FindStatusCondition(c.s.Conditions, TypeDeployed) == nil {
 			c.set(TypeDeployed, metav1.ConditionUnknown, ReasonErrorGettingReleaseState,

@@ -34,6 +34,8 @@ const (
 	ReasonUninstallSuccessful = "UninstallSuccessful"
 	// ReasonNotDeployed: Deployed=False because no release has been deployed yet.
 	ReasonNotDeployed = "NotDeployed"
+	// ReasonUninstalling: Deployed=False while an uninstall that failed part-way is retried.
+	ReasonUninstalling = "Uninstalling"
 
 	// ReleaseFailed=True.
 	ReasonInstallError   = "InstallError"

@@ -1,0 +1,135 @@
+package reconciler_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/status"
+	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+)
+
+// docsBlock finds an example in docs/status.md:
+//
+//	<!-- describe:NAME -->
+//	```text
+//	...
+//	```
+var docsBlock = regexp.MustCompile("(?s)(<!-- describe:([a-z-]+) -->\n```text\n)(.*?)(```)")
+
+// TestDescribeMatchesTheDocs runs the real `kubectl describe` (the binary the
+// project builds) for a deployed resource, a failed upgrade and a blocked
+// uninstall, and compares each with its example in docs/status.md, so the
+// documentation cannot drift from what users see. UPDATE_DOCS=1 rewrites the
+// examples instead.
+func TestDescribeMatchesTheDocs(t *testing.T) {
+	t.Parallel()
+	// One attempt per failure: the retry delay is longer than the test.
+	e := newEnv(t, func(c *operator.Config) { c.RetryBase, c.RetryMax = 10*time.Minute, 10*time.Minute })
+	got := map[string]string{}
+	ctx := context.Background()
+
+	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
+	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	got["deployed"] = e.describe("nginx", "web")
+
+	e.denyBigDeployments()
+	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
+	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
+	got["failed-upgrade"] = e.describe("nginx", "web")
+
+	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
+	e.policy("keep-services", []admissionv1.NamedRuleWithOperations{rule("", "services", admissionv1.Delete)},
+		admissionv1.Validation{Expression: "false", Message: "services in this namespace may not be deleted"})
+	e.create(tu.NginxGVK, "probe", map[string]any{})
+	e.wait(tu.NginxGVK, "probe", status.TypeReady, metav1.ConditionTrue, "")
+	e.waitDenied("Service deletion", func(ctx context.Context) error {
+		return e.c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns}}, client.DryRunAll)
+	})
+	if err := e.c.Delete(ctx, e.get(tu.NginxGVK, "web")); err != nil {
+		t.Fatal(err)
+	}
+	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
+	got["blocked-uninstall"] = e.describe("nginx", "web")
+
+	path := filepath.Join(tu.RepoRoot(), "docs", "status.md")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	updated := docsBlock.ReplaceAllStringFunc(string(doc), func(block string) string {
+		m := docsBlock.FindStringSubmatch(block)
+		name, want := m[2], m[3]
+		found[name] = true
+		have, ok := got[name]
+		if !ok {
+			t.Errorf("docs/status.md has an example %q that no scenario produces", name)
+			return block
+		}
+		if have != want && os.Getenv("UPDATE_DOCS") == "" {
+			t.Errorf("docs/status.md example %q differs from what kubectl describe shows (UPDATE_DOCS=1 rewrites it):\n--- docs\n%s\n--- kubectl describe\n%s", name, want, have)
+		}
+		return m[1] + have + m[4]
+	})
+	for name := range got {
+		if !found[name] {
+			t.Errorf("docs/status.md lacks the example <!-- describe:%s -->", name)
+		}
+	}
+	if os.Getenv("UPDATE_DOCS") != "" {
+		if err := os.WriteFile(path, []byte(updated), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// describe runs kubectl describe and replaces what changes from run to run
+// (names, times, ages, digests, uids) with fixed values.
+func (e *env) describe(kind, name string) string {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Let the events of the last write arrive.
+	time.Sleep(time.Second)
+	out, err := cp.Kubectl(ctx, "describe", kind, name, "-n", e.ns)
+	if err != nil {
+		e.t.Fatalf("kubectl describe: %v", err)
+	}
+	return normalizeDescribe(out, e.ns)
+}
+
+var normalizers = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "2026-11-29T12:00:00Z"},
+	{regexp.MustCompile(`[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d [+-]\d{4}`), "Sun, 29 Nov 2026 12:00:00 +0000"},
+	{regexp.MustCompile(`sha256:[0-9a-f]{64}`), "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+	{regexp.MustCompile(`(?m)^(  UID:\s+)\S+$`), "${1}4d3c2b1a-0000-4000-8000-000000000000"},
+	{regexp.MustCompile(`(?m)^(  Resource Version:\s+)\d+$`), "${1}1234"},
+	{regexp.MustCompile(`ValidatingAdmissionPolicy '[^']*' with binding '[^']*'`), "ValidatingAdmissionPolicy 'policy' with binding 'policy'"},
+	// The Events table: ages vary.
+	{regexp.MustCompile(`(?m)^(  (?:Normal|Warning)\s+\S+\s+)\S+(\s+)`), "${1}10s${2}"},
+	{regexp.MustCompile(`\(x\d+ over \S+\)`), "(x2 over 10s)"},
+}
+
+func normalizeDescribe(out, ns string) string {
+	out = strings.ReplaceAll(out, ns, "demo")
+	for _, n := range normalizers {
+		out = n.re.ReplaceAllString(out, n.with)
+	}
+	// Column alignment in the events table depends on the widths replaced above.
+	return strings.TrimRight(out, "\n") + "\n"
+}
