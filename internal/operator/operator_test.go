@@ -205,3 +205,26 @@ func TestOverrideValuesFromTheEnvironment(t *testing.T) {
 		t.Errorf("image = %q, want the tag from HELMAPP_TEST_NGINX_TAG", img)
 	}
 }
+
+// The CRD's spec schema comes from the chart's values.schema.json, so
+// `kubectl explain` shows the chart's descriptions.
+func TestKubectlExplainShowsValueDescriptions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := cp.Kubectl(ctx, "explain", "nginxes.spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"replicaCount", "<integer>", "Number of nginx pods", "page", "<Object>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl explain nginxes.spec does not show %q:\n%s", want, out)
+		}
+	}
+	out, err = cp.Kubectl(ctx, "explain", "nginxes.spec.service.type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "ClusterIP") {
+		t.Errorf("kubectl explain does not show the enum of service.type:\n%s", out)
+	}
+}

@@ -202,11 +202,23 @@ func TestRejectedValuesStall(t *testing.T) {
 		}
 	}
 
+	// A long error is cut at 1024 bytes with a visible mark.
+	e.create(gadgetGVK, "long", map[string]any{"fail": true, "failRepeat": int64(200)})
+	u := e.wait(gadgetGVK, "long", status.TypeStalled, metav1.ConditionTrue, status.ReasonChartRenderError)
+	for _, typ := range []string{status.TypeStalled, status.TypeReleaseFailed, status.TypeReady} {
+		if msg := conditionMessage(u, typ); len(msg) > status.MaxMessageLength || !strings.HasSuffix(msg, status.TruncationMark) {
+			t.Errorf("%s message: %d bytes, ends %q", typ, len(msg), msg[max(0, len(msg)-30):])
+		}
+	}
+	if msg, _ := nested(u, "status", "failedRelease", "message").(string); len(msg) > status.MaxMessageLength {
+		t.Errorf("failedRelease.message is %d bytes", len(msg))
+	}
+
 	// On an existing release: the deployed revision and its objects stay.
 	e.create(widgetGVK, "deployed", map[string]any{"replicaCount": int64(2)})
 	e.wait(widgetGVK, "deployed", status.TypeReady, metav1.ConditionTrue, "")
 	e.patchSpec(widgetGVK, "deployed", map[string]any{"replicaCount": "lots"})
-	u := e.wait(widgetGVK, "deployed", status.TypeStalled, metav1.ConditionTrue, status.ReasonInvalidValues)
+	u = e.wait(widgetGVK, "deployed", status.TypeStalled, metav1.ConditionTrue, status.ReasonInvalidValues)
 	expect(t, u, "ReleaseFailed=True/UpgradeError", "Deployed=True/", "Ready=False/InvalidValues")
 	if h := history(t, e.ns, "deployed"); len(h) != 1 || h[0].Info.Status != release.StatusDeployed {
 		t.Errorf("rejected values wrote a revision: %d revisions", len(h))

@@ -34,6 +34,11 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes, gets := e.statusPatches.Load(), e.gets.Load()
+	// The operator's own writes do not wake it up again.
+	time.Sleep(2 * time.Second)
+	if n := e.gets.Load() - gets; n != 0 {
+		t.Errorf("%d reconciles ran with nothing changed: the operator's own writes trigger it", n)
+	}
 
 	for i := 0; i < 3; i++ {
 		e.poke(tu.NginxGVK, "web")
@@ -96,9 +101,21 @@ func TestGenerationsAndTransitions(t *testing.T) {
 	initialized := tu.Condition(u, status.TypeInitialized).LastTransitionTime
 	time.Sleep(1100 * time.Millisecond) // lastTransitionTime has a resolution of one second
 
+	seen := e.recordStatuses(tu.NginxGVK, "web")
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
 	u = e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	checkContract(t, u)
+	progress := false
+	for _, s := range seen() {
+		if tu.ConditionIs(s, status.TypeReconciling, metav1.ConditionTrue, status.ReasonProgressing) &&
+			conditionMessage(s, status.TypeReconciling) == "Upgrading release web to revision 2" &&
+			tu.ConditionIs(s, status.TypeReady, metav1.ConditionUnknown, status.ReasonProgressing) {
+			progress = true
+		}
+	}
+	if !progress {
+		t.Errorf("no status showed Reconciling=True \"Upgrading release web to revision 2\" before the upgrade finished")
+	}
 	if u.GetGeneration() != 2 {
 		t.Fatalf("generation %d, want 2", u.GetGeneration())
 	}
