@@ -104,6 +104,9 @@ cleanup() {
   for d in "${tmp_dirs[@]+"${tmp_dirs[@]}"}"; do rm -rf "${d}"; done
 }
 trap cleanup EXIT
+# Run the cleanup on Ctrl-C or termination as well (exit runs the EXIT trap).
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 export CGO_ENABLED=0 GOWORK=off GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Binary names inside an assets directory.
@@ -98,6 +99,8 @@ func runBinsScript(ctx context.Context, root string, full bool) (string, error) 
 	}
 	cmd := exec.CommandContext(ctx, "bash", args...)
 	cmd.Dir = root
+	cancelAsGroup(cmd)
+	cmd.WaitDelay = 30 * time.Second
 	var stdout bytes.Buffer
 	stderr := &tailBuffer{limit: 4096}
 	cmd.Stdout = &stdout

@@ -63,6 +63,8 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 			// controller declares the Node unreachable after ~40s and
 			// every pod turns Ready=False.
 			"--node-lease-duration-seconds=40",
+			// Pod IPs outside envtest's service range (10.0.0.0/24).
+			"--cidr=10.244.0.1/24",
 		}},
 	}
 	for _, s := range specs {

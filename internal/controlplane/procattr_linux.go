@@ -1,6 +1,9 @@
 package controlplane
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 // sysProcAttr puts a component in its own process group (a terminal's Ctrl-C
 // reaches the test binary, which then stops components in order) and has the
@@ -8,4 +11,14 @@ import "syscall"
 // so a crashed or killed test leaves no orphans.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// cancelAsGroup makes cancelling cmd's context terminate its whole process
+// group (the build script and the go build it runs), so the script's cleanup
+// runs instead of leaving a compiler working for nobody.
+func cancelAsGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
 }

@@ -2,7 +2,13 @@
 
 package controlplane
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 // sysProcAttr uses the defaults where the parent-death signal is unavailable.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// cancelAsGroup keeps exec's default cancellation (kill the process only).
+func cancelAsGroup(*exec.Cmd) {}

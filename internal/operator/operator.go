@@ -11,7 +11,10 @@ import (
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/watches"
 )
@@ -38,6 +42,9 @@ type Config struct {
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+
+	// ReadinessTimeout is the default for watches that set no readinessTimeout.
+	ReadinessTimeout time.Duration
 
 	// RetryBase and RetryMax bound the backoff of failed reconciles; zero
 	// means the reconciler's defaults (1s doubling up to 5m).
@@ -135,11 +142,19 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	// Failed installs and upgrades are not rolled back behind the user's back:
 	// the failed revision stays in the history and the status says so.
-	getter, err := helmclient.NewActionClientGetter(acg, helmclient.WithFailureRollbacks(false))
+	getter, err := helmclient.NewActionClientGetter(acg, helmclient.WithFailureRollbacks(false),
+		// Label every object of a release, so that a label-scoped cache can watch them.
+		helmclient.AppendPostRenderers(func(meta.RESTMapper, kube.Interface, client.Object) postrender.PostRenderer {
+			return dependents.Labeler{}
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
 
+	depCache, err := dependentCache(mgr, opts.Cache.DefaultNamespaces, ws)
+	if err != nil {
+		return nil, err
+	}
 	cl := mgr.GetClient()
 	if c.WrapClient != nil {
 		cl = c.WrapClient(cl)
@@ -153,17 +168,50 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			ActionClientGetter: getter,
 			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
+			Reader:             mgr.GetAPIReader(),
+			RESTMapper:         mgr.GetRESTMapper(),
+			ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
 			RetryBase:          c.RetryBase,
 			RetryMax:           c.RetryMax,
 		})
 		if err != nil {
 			return nil, err
 		}
+		if *w.WatchDependentResources {
+			r.WatchDependents(depCache)
+		}
 		if err := r.SetupWithManager(mgr, w.Concurrency(c.MaxConcurrentReconciles), w.Selector); err != nil {
 			return nil, fmt.Errorf("setting up the controller of %s: %w", w.GroupVersionKind, err)
 		}
 	}
 	return mgr, nil
+}
+
+// dependentCache returns the one cache, restricted to the objects the operator
+// labelled, through which changes to release objects reach their owner; nil
+// when no watch asks for dependent watches.
+func dependentCache(mgr ctrl.Manager, namespaces map[string]cache.Config, ws []watches.Watch) (cache.Cache, error) {
+	wanted := false
+	for _, w := range ws {
+		wanted = wanted || *w.WatchDependentResources
+	}
+	if !wanted {
+		return nil, nil
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient:           mgr.GetHTTPClient(),
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultNamespaces:    namespaces,
+		DefaultLabelSelector: dependents.Selector(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of release objects: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func orDisabled(addr string) string {

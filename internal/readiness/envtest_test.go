@@ -28,7 +28,7 @@ import (
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
-	cp, err := testutil.StartControlPlane()
+	cp, err := testutil.StartAPIServer()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		os.Exit(1)

@@ -145,3 +145,16 @@ func docName(raw []byte, n int) string {
 	}
 	return fmt.Sprintf("document %d of the manifest", n)
 }
+
+// Kinds returns the distinct kinds of refs, in order of first appearance.
+func Kinds(refs []ObjectRef) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, r := range refs {
+		if gvk := r.GroupVersionKind(); !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
+}

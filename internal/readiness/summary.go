@@ -11,17 +11,12 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// Reasons of the ResourcesReady condition.
+// Reasons of the ResourcesReady condition, from the status contract.
 const (
-	// ReasonAllCurrent: ResourcesReady=True, every object of the release is Current.
-	ReasonAllCurrent = "AllResourcesCurrent"
-	// ReasonFailed: ResourcesReady=False, at least one object failed (kstatus Failed).
-	ReasonFailed = "Failed"
-	// ReasonNotFound: ResourcesReady=False, none failed but at least one object is missing.
-	ReasonNotFound = "NotFound"
-	// ReasonInProgress: ResourcesReady=False, objects are still on their way
-	// (InProgress), being deleted (Terminating), or could not be judged (Unknown).
-	ReasonInProgress = "InProgress"
+	ReasonAllCurrent = status.ReasonAllResourcesCurrent
+	ReasonFailed     = status.ReasonResourcesFailed
+	ReasonNotFound   = status.ReasonResourcesNotFound
+	ReasonInProgress = status.ReasonResourcesInProgress
 )
 
 // MaxNotReady bounds the objects listed in Summary.NotReady.
@@ -36,16 +31,7 @@ const maxNamedLength = (status.MaxMessageLength - 64) / maxNamed
 
 // NotReadyObject is one object of the release that is not Current, as listed
 // in status.resources.notReady.
-type NotReadyObject struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	// Status is kstatus's verdict: InProgress, Failed, NotFound, Terminating or Unknown.
-	Status string `json:"status"`
-	// Message says why, on one line.
-	Message string `json:"message,omitempty"`
-}
+type NotReadyObject = status.NotReadyObject
 
 // Summary is the readiness of a release's objects as a whole.
 type Summary struct {

@@ -13,14 +13,18 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -49,6 +53,14 @@ type Options struct {
 	MaxHistory int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Reader reads the release's objects for their readiness; it should be
+	// uncached (the manager's APIReader). RESTMapper tells their scope.
+	Reader     client.Reader
+	RESTMapper meta.RESTMapper
+	// ReadinessTimeout is how long after a deployment the release's objects
+	// may take to become ready before the resource is Stalled; 0: no limit.
+	ReadinessTimeout time.Duration
+
 	// RetryBase and RetryMax bound the backoff of retryable failures: the
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
 	// RetryMax. Zero means 1s and 5m.
@@ -60,6 +72,12 @@ type Reconciler struct {
 	opts        Options
 	chartDigest string
 	status      status.Writer
+	// dependents watches the kinds of the releases' objects through
+	// dependentCache; both nil when disabled.
+	dependents     *dependents.Watcher
+	dependentCache cache.Cache
+	// gate holds back retries until their backoff has passed.
+	gate retryGate
 }
 
 // New returns a Reconciler, or an error naming the missing option.
@@ -75,6 +93,8 @@ func New(opts Options) (*Reconciler, error) {
 		return nil, errors.New("reconciler: ActionClientGetter is required")
 	case opts.Recorder == nil:
 		return nil, errors.New("reconciler: Recorder is required")
+	case opts.Reader == nil || opts.RESTMapper == nil:
+		return nil, errors.New("reconciler: Reader and RESTMapper are required")
 	case opts.ReconcilePeriod < 0:
 		return nil, fmt.Errorf("reconciler: ReconcilePeriod %s is negative", opts.ReconcilePeriod)
 	}
@@ -107,8 +127,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
+	now := r.opts.Now()
+	if wait := r.gate.wait(obj.GetUID(), obj.GetGeneration(), now); wait > 0 {
+		// A failure of this generation is backing off; the status already says so.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+
 	prev := status.FromObject(obj)
-	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(r.opts.Now().Truncate(time.Second))}
+	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
+		ReadinessTimeout: r.opts.ReadinessTimeout}
 	gone := false
 	defer func() {
 		if gone {
@@ -128,6 +155,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		var err error
 		gone, err = r.delete(ctx, obj, &out)
+		if gone {
+			r.gate.release(obj.GetUID())
+		}
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 
@@ -141,8 +171,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.reconcileRelease(ctx, obj, prev, &out); err != nil {
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
+	r.gate.release(obj.GetUID())
 	r.successEvent(obj, out)
-	return ctrl.Result{RequeueAfter: r.opts.ReconcilePeriod}, nil
+	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, out)}, nil
+}
+
+// WatchDependents makes changes to the objects of the kind's releases, seen
+// through c (a cache of the objects labelled by package dependents),
+// reconcile the resource that owns them. Call it before SetupWithManager.
+func (r *Reconciler) WatchDependents(c cache.Cache) { r.dependentCache = c }
+
+// requeueAfter is when a settled resource is reconciled again: every
+// ReconcilePeriod, and, while its objects are not ready, at the readiness
+// deadline, so that Stalled is set on time even if no object changes.
+func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.Duration {
+	after := r.opts.ReconcilePeriod
+	if out.Readiness == nil || out.Readiness.AllReady {
+		return after
+	}
+	next := prev
+	next.DeployedRelease = out.Deployed
+	if d := status.ReadinessDeadline(next, r.opts.ReadinessTimeout); !d.IsZero() {
+		if until := d.Sub(out.Now.Time) + time.Second; until > 0 && (after == 0 || until < after) {
+			after = until
+		}
+	}
+	return after
 }
 
 // failed records err in out with its reason, with the resource's values
@@ -162,6 +216,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		return ctrl.Result{}
 	}
 	out.RetryAfter = r.backoff(prev.Failures + 1)
+	r.gate.hold(obj.GetUID(), obj.GetGeneration(), out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
 }
@@ -220,7 +275,34 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if result.Observed {
 		out.Deployed = release.Describe(result.State.Deployed)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return r.observeResources(ctx, obj, result.State, out)
+}
+
+// observeResources judges the readiness of the deployed release's objects and
+// makes sure changes to them reconcile the resource.
+func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Unstructured, st release.State, out *status.Outcome) error {
+	if st.Deployed == nil {
+		return nil
+	}
+	refs, err := readiness.ObjectsFromManifest(st.Deployed.Manifest, obj.GetNamespace(), r.opts.RESTMapper)
+	if err != nil {
+		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionReconcile,
+			Summary: fmt.Sprintf("Reading the objects of release %s revision %d failed", st.Deployed.Name, st.Deployed.Version), Err: err}
+	}
+	if r.dependents != nil {
+		if err := r.dependents.Ensure(readiness.Kinds(refs)); err != nil {
+			return &release.Error{Reason: status.ReasonReconcileError, Summary: "Watching the release's objects failed", Err: err}
+		}
+	}
+	sum := readiness.Summarize(readiness.Check(ctx, r.opts.Reader, refs))
+	out.Readiness = &status.Readiness{
+		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
+		AllReady:  sum.AllReady, Reason: sum.Reason, Message: sum.Message,
+	}
+	return nil
 }
 
 // runner returns the release runner of obj, or an ErrorGettingClient failure.

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/helmapp/helm-app-operator/internal/dependents"
 )
 
 // SetupWithManager registers the reconciler as the controller of its kind.
@@ -37,11 +39,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(r.opts.GVK.Kind+"."+r.opts.GVK.Group)).
 		For(obj, builder.WithPredicates(preds...)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	if r.dependentCache != nil {
+		r.dependents = dependents.NewWatcher(r.dependentCache, c, mgr.GetScheme(), mgr.GetRESTMapper(), r.opts.GVK)
+	}
+	return nil
 }
 
 // deletionStarted passes the update that sets deletionTimestamp.

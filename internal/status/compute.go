@@ -40,6 +40,22 @@ type Outcome struct {
 	Err *Failure
 	// RetryAfter is when a retryable failure is tried again.
 	RetryAfter time.Duration
+
+	// Readiness is the readiness of the deployed release's objects, when this
+	// reconcile judged it; nil keeps the previous verdict.
+	Readiness *Readiness
+	// ReadinessTimeout is how long after a deployment its objects may take to
+	// become ready before the resource is Stalled; 0 means no limit.
+	ReadinessTimeout time.Duration
+}
+
+// Readiness is the verdict on the deployed release's objects.
+type Readiness struct {
+	Resources Resources
+	// AllReady: every object is Current.
+	AllReady bool
+	// Reason and Message of the ResourcesReady condition.
+	Reason, Message string
 }
 
 // Failure is a classified error: where it was born decides its reason.
@@ -92,9 +108,51 @@ func Compute(prev Status, o Outcome) Status {
 	c.deployed(prev, o)
 	c.releaseFailed(o)
 	c.irreconcilable(o)
+	c.resourcesReady(o)
 	c.stalledAndReconciling(o)
 	Summarize(&s, o.Generation)
 	return s
+}
+
+// ReadinessDeadline is when the deployed release's objects are due to be
+// ready, or the zero time when there is no deadline.
+func ReadinessDeadline(s Status, timeout time.Duration) time.Time {
+	if timeout <= 0 || s.DeployedRelease == nil || s.DeployedRelease.LastDeployed == nil {
+		return time.Time{}
+	}
+	return s.DeployedRelease.LastDeployed.Add(timeout)
+}
+
+func (c conditionSetter) resourcesReady(o Outcome) {
+	switch {
+	case c.s.DeployedRelease == nil:
+		c.s.Resources = nil
+		c.set(TypeResourcesReady, metav1.ConditionFalse, ReasonNoRelease, "No release is deployed")
+	case o.Readiness != nil:
+		r := o.Readiness.Resources
+		c.s.Resources = &r
+		st := metav1.ConditionFalse
+		if o.Readiness.AllReady {
+			st = metav1.ConditionTrue
+		}
+		c.set(TypeResourcesReady, st, o.Readiness.Reason, o.Readiness.Message)
+	default:
+		// Not judged this time: the last verdict stands, for this generation.
+		if old := meta.FindStatusCondition(c.s.Conditions, TypeResourcesReady); old != nil {
+			c.set(old.Type, old.Status, old.Reason, old.Message)
+		}
+	}
+}
+
+// resourcesPending tells whether the deployed release's objects are not all
+// ready, and whether their readiness deadline has passed.
+func (c conditionSetter) resourcesPending(o Outcome) (pending, late bool) {
+	rr := meta.FindStatusCondition(c.s.Conditions, TypeResourcesReady)
+	if c.s.DeployedRelease == nil || rr == nil || rr.Status == metav1.ConditionTrue {
+		return false, false
+	}
+	d := ReadinessDeadline(*c.s, o.ReadinessTimeout)
+	return true, !d.IsZero() && !o.Now.Time.Before(d)
 }
 
 // Progressing returns prev with Reconciling=True and Ready=Unknown, saying what
@@ -220,6 +278,20 @@ func (c conditionSetter) stalledAndReconciling(o Outcome) {
 		}
 		c.set(TypeReconciling, metav1.ConditionTrue, ReasonRetrying, msg)
 	default:
+		if pending, late := c.resourcesPending(o); pending {
+			rr := meta.FindStatusCondition(c.s.Conditions, TypeResourcesReady)
+			if late {
+				c.set(TypeStalled, metav1.ConditionTrue, ReasonProgressDeadlineExceeded, fmt.Sprintf(
+					"The release's resources were not ready %s after the deployment: %s", o.ReadinessTimeout, rr.Message))
+				c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled,
+					"Waiting for the resources to become ready or for a change to the resource")
+			} else {
+				c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "The resource is not stalled")
+				c.set(TypeReconciling, metav1.ConditionTrue, ReasonProgressing,
+					"Waiting for the release's resources to become ready: "+rr.Message)
+			}
+			return
+		}
 		c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "The resource is not stalled")
 		msg := "The resource is reconciled"
 		if d := c.s.DeployedRelease; d != nil {

@@ -24,6 +24,9 @@ const (
 	// TypeIrreconcilable is True when the operator could not reconcile the resource
 	// for a reason outside a Helm install, upgrade or uninstall.
 	TypeIrreconcilable = "Irreconcilable"
+	// TypeResourcesReady is True when every object of the deployed release is
+	// Current by kstatus' rules.
+	TypeResourcesReady = "ResourcesReady"
 )
 
 // Reasons. Every condition this operator writes carries one of these; none is empty.
@@ -68,6 +71,22 @@ const (
 	// Initialized.
 	ReasonInitialized = "Initialized"
 
+	// ResourcesReady.
+	// ReasonAllResourcesCurrent: True, every object of the release is Current.
+	ReasonAllResourcesCurrent = "AllResourcesCurrent"
+	// ReasonResourcesInProgress: False, objects are still on their way (or
+	// being deleted, or could not be judged).
+	ReasonResourcesInProgress = "InProgress"
+	// ReasonResourcesFailed: False, at least one object failed.
+	ReasonResourcesFailed = "Failed"
+	// ReasonResourcesNotFound: False, none failed but at least one object is missing.
+	ReasonResourcesNotFound = "NotFound"
+	// ReasonNoRelease: ResourcesReady=False (or Unknown) because no release is deployed.
+	ReasonNoRelease = "NoDeployedRelease"
+	// ReasonProgressDeadlineExceeded: Stalled=True, the release's objects did
+	// not become ready within the watch's readinessTimeout.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+
 	// Reconciling and Ready while work is under way or being retried.
 	ReasonProgressing = "Progressing"
 	ReasonRetrying    = "Retrying"
@@ -90,5 +109,5 @@ const (
 // other types under status.conditions belong to someone else and are kept as they are.
 var OwnedConditionTypes = []string{
 	TypeReady, TypeReconciling, TypeStalled, TypeInitialized,
-	TypeDeployed, TypeReleaseFailed, TypeIrreconcilable,
+	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable,
 }

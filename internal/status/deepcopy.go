@@ -24,6 +24,11 @@ func (s *Status) DeepCopy() *Status {
 		}
 		out.DeployedRelease = &d
 	}
+	if s.Resources != nil {
+		r := *s.Resources
+		r.NotReady = append([]NotReadyObject(nil), s.Resources.NotReady...)
+		out.Resources = &r
+	}
 	if s.FailedRelease != nil {
 		f := *s.FailedRelease
 		out.FailedRelease = &f

@@ -7,9 +7,10 @@ import (
 
 // Summarize sets Ready from the other conditions. It is the only place that
 // writes Ready. Ready is True only when the resource's current generation is
-// deployed and no failure stands; the first standing problem, in the order
-// Stalled, ReleaseFailed, Irreconcilable, Reconciling, gives Ready its reason
-// and message, so `kubectl get` shows the cause in the Reason column.
+// deployed, its objects are ready, and no failure stands; the first standing
+// problem, in the order Stalled, ReleaseFailed, Irreconcilable,
+// ResourcesReady, Reconciling, gives Ready its reason and message, so
+// `kubectl get` shows the cause in the Reason column.
 func Summarize(s *Status, generation int64) {
 	ready := metav1.Condition{Type: TypeReady, ObservedGeneration: generation}
 	find := func(t string) *metav1.Condition { return meta.FindStatusCondition(s.Conditions, t) }
@@ -23,6 +24,8 @@ func Summarize(s *Status, generation int64) {
 	} else if c, ok := isTrue(TypeReleaseFailed); ok {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
 	} else if c, ok := isTrue(TypeIrreconcilable); ok {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
+	} else if c := find(TypeResourcesReady); c != nil && c.Status != metav1.ConditionTrue && s.DeployedRelease != nil {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
 	} else if c, ok := isTrue(TypeReconciling); ok {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, c.Reason, c.Message

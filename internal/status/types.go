@@ -18,6 +18,28 @@ type Status struct {
 	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
 	// Failures counts consecutive failed attempts; a success resets it to zero.
 	Failures int64 `json:"failures,omitempty"`
+	// Resources is the readiness of the deployed release's objects.
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Resources counts the deployed release's objects and lists those not ready.
+type Resources struct {
+	Total int `json:"total"`
+	Ready int `json:"ready"`
+	// NotReady lists at most 10 objects that are not Current, most severe first.
+	NotReady []NotReadyObject `json:"notReady,omitempty"`
+}
+
+// NotReadyObject is one object of the release that is not Current.
+type NotReadyObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Status is kstatus' verdict: InProgress, Failed, NotFound, Terminating or Unknown.
+	Status string `json:"status"`
+	// Message says why, on one line.
+	Message string `json:"message,omitempty"`
 }
 
 // DeployedRelease describes a release read back from Helm's storage. It holds

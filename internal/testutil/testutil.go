@@ -40,13 +40,24 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// StartControlPlane starts kube-apiserver and etcd with the project's CRDs
-// (plus extra CRD directories) for a test binary's TestMain.
-func StartControlPlane(extraCRDDirs ...string) (*controlplane.ControlPlane, error) {
+// StartAPIServer starts kube-apiserver and etcd only (no controllers, no
+// nodes) with the project's CRDs: for tests that set objects' status by hand.
+func StartAPIServer(extraCRDDirs ...string) (*controlplane.ControlPlane, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dirs := append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, extraCRDDirs...)
 	return controlplane.Start(ctx, controlplane.Options{CRDDirectoryPaths: dirs})
+}
+
+// StartControlPlane starts a local cluster — kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler and kwok with one fake node, so that
+// Deployments really become Available — with the project's CRDs (plus extra
+// CRD directories), for a test binary's TestMain.
+func StartControlPlane(extraCRDDirs ...string) (*controlplane.ControlPlane, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	dirs := append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, extraCRDDirs...)
+	return controlplane.Start(ctx, controlplane.Options{CRDDirectoryPaths: dirs, Full: true})
 }
 
 // Client returns a client for cfg.

@@ -24,6 +24,10 @@ import (
 // environment, defaults applied).
 type Watch struct {
 	hopwatches.Watch
+	// ReadinessTimeout, our extension of the format, is how long after a
+	// deployment the release's objects may take to become ready before the
+	// resource is reported Stalled.
+	ReadinessTimeout *metav1.Duration
 }
 
 // entry mirrors the file's format for the strict pass.
@@ -37,6 +41,7 @@ type entry struct {
 	ReconcilePeriod         *metav1.Duration      `json:"reconcilePeriod,omitempty"`
 	MaxConcurrentReconciles *int                  `json:"maxConcurrentReconciles,omitempty"`
 	Selector                *metav1.LabelSelector `json:"selector,omitempty"`
+	ReadinessTimeout        *metav1.Duration      `json:"readinessTimeout,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -64,10 +69,13 @@ func parse(raw []byte) ([]Watch, error) {
 	if len(items) == 0 {
 		return nil, fmt.Errorf("has no entries: nothing to watch")
 	}
+	entries := make([]entry, len(items))
 	for i, item := range items {
-		if err := checkEntry(item); err != nil {
+		e, err := checkEntry(item)
+		if err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i+1, err)
 		}
+		entries[i] = e
 	}
 	loaded, err := hopwatches.LoadReader(bytes.NewReader(raw))
 	if err != nil {
@@ -75,16 +83,20 @@ func parse(raw []byte) ([]Watch, error) {
 	}
 	out := make([]Watch, len(loaded))
 	for i := range loaded {
-		out[i] = Watch{Watch: loaded[i]}
+		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: entries[i].ReadinessTimeout}
 	}
 	return out, nil
 }
 
-func checkEntry(item json.RawMessage) error {
+func checkEntry(item json.RawMessage) (entry, error) {
 	e, err := decodeEntry(item)
 	if err != nil {
-		return err
+		return e, err
 	}
+	return e, validate(e)
+}
+
+func validate(e entry) error {
 	name := fmt.Sprintf("(%s/%s %s)", e.Group, e.Version, e.Kind)
 	switch {
 	case e.Version == "":
@@ -97,6 +109,8 @@ func checkEntry(item json.RawMessage) error {
 		return fmt.Errorf("%s: field maxConcurrentReconciles must be at least 1, got %d", name, *e.MaxConcurrentReconciles)
 	case e.ReconcilePeriod != nil && e.ReconcilePeriod.Duration < 0:
 		return fmt.Errorf("%s: field reconcilePeriod must not be negative, got %s", name, e.ReconcilePeriod.Duration)
+	case e.ReadinessTimeout != nil && e.ReadinessTimeout.Duration < 0:
+		return fmt.Errorf("%s: field readinessTimeout must not be negative, got %s", name, e.ReadinessTimeout.Duration)
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -148,7 +162,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
@@ -157,4 +171,12 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// Readiness returns the watch's readinessTimeout, or def when unset.
+func (w Watch) Readiness(def time.Duration) time.Duration {
+	if w.ReadinessTimeout != nil {
+		return w.ReadinessTimeout.Duration
+	}
+	return def
 }
