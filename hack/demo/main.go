@@ -1,8 +1,12 @@
-// Command demo is `make demo`: it starts the project's local control plane,
-// installs the CRDs, runs the operator binary (bin/manager) against it, applies
-// config/samples, waits until the samples are Ready and shows what a user sees
-// with kubectl. Then it stops everything, or with --keep leaves it running
-// until Ctrl-C and prints how to explore.
+// Command demo is `make demo`: it starts the project's local cluster
+// (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok with
+// one fake 8-CPU node), installs the CRDs, runs the operator binary
+// (bin/manager) against it, applies config/samples and waits until they are
+// Ready because their Deployments really became Available. Then it asks for
+// more CPU than the node has, shows Ready=False with the pod's Unschedulable
+// reason, restores the request and shows Ready=True again, printing the
+// conditions at each step. Then it stops everything, or with --keep leaves it
+// running until Ctrl-C and prints how to explore.
 package main
 
 import (
@@ -48,8 +52,8 @@ func run(keep bool, workDir string) error {
 		return err
 	}
 
-	step("Starting the local control plane (the first run builds it: minutes; later runs reuse it)")
-	cp, err := controlplane.Start(ctx, controlplane.Options{WorkDir: workDir})
+	step("Starting the local cluster: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok (the first run builds them: minutes; later runs reuse them)")
+	cp, err := controlplane.Start(ctx, controlplane.Options{WorkDir: workDir, Full: true})
 	if err != nil {
 		return err
 	}
@@ -75,11 +79,32 @@ func run(keep bool, workDir string) error {
 		return err
 	}
 
-	step("Waiting until the samples are Ready (kubectl wait --for=condition=Ready)")
+	step("Waiting until the samples are Ready: released, and their Deployments Available")
 	if err := d.kubectl(ctx, "wait", "--for=condition=Ready", "--timeout=180s", "nginx/nginx-sample", "echo/echo-sample"); err != nil {
 		d.show(ctx, "describe", "nginx", "nginx-sample")
 		return err
 	}
+	d.conditions(ctx)
+	d.show(ctx, "get", "deployment", "nginx-sample")
+
+	step("Asking for more CPU than any node has (64 CPUs; the node has 8)")
+	if err := d.kubectl(ctx, "patch", "nginx", "nginx-sample", "--type=merge", "-p", `{"spec":{"resources":{"requests":{"cpu":"64"}}}}`); err != nil {
+		return err
+	}
+	if err := d.kubectl(ctx, "wait", "--for=condition=ResourcesReady=false", "--timeout=120s", "nginx/nginx-sample"); err != nil {
+		return err
+	}
+	d.conditions(ctx)
+	d.show(ctx, "get", "pods", "-l", "app.kubernetes.io/instance=nginx-sample")
+
+	step("Restoring the CPU request")
+	if err := d.kubectl(ctx, "patch", "nginx", "nginx-sample", "--type=merge", "-p", `{"spec":{"resources":{"requests":null}}}`); err != nil {
+		return err
+	}
+	if err := d.kubectl(ctx, "wait", "--for=condition=Ready", "--timeout=180s", "nginx/nginx-sample"); err != nil {
+		return err
+	}
+	d.conditions(ctx)
 
 	step("kubectl get nginx,echo")
 	d.show(ctx, "get", "nginx,echo")
@@ -107,13 +132,19 @@ func run(keep bool, workDir string) error {
 	return nil
 }
 
+// conditions prints the sample Nginx's conditions, one line each.
+func (d *demo) conditions(ctx context.Context) {
+	d.show(ctx, "get", "nginx", "nginx-sample", "-o",
+		`jsonpath={range .status.conditions[*]}{.type}={.status} ({.reason}) {.message}{"\n"}{end}`)
+}
+
 func (d *demo) startOperator() error {
 	log, err := os.Create(filepath.Join(d.workDir, "operator.log"))
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command("bin/manager", "--watches-file=watches.yaml",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--reconcile-period=1m")
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--reconcile-period=1m", "--readiness-timeout=3m")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.cp.KubeconfigPath, "WATCH_NAMESPACE=")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}

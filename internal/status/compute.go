@@ -110,6 +110,10 @@ func Compute(prev Status, o Outcome) Status {
 	c.irreconcilable(o)
 	c.resourcesReady(o)
 	c.stalledAndReconciling(o)
+	// A verdict kept from an earlier reconcile still holds for this generation.
+	for i := range s.Conditions {
+		s.Conditions[i].ObservedGeneration = o.Generation
+	}
 	Summarize(&s, o.Generation)
 	return s
 }
@@ -136,12 +140,8 @@ func (c conditionSetter) resourcesReady(o Outcome) {
 			st = metav1.ConditionTrue
 		}
 		c.set(TypeResourcesReady, st, o.Readiness.Reason, o.Readiness.Message)
-	default:
-		// Not judged this time: the last verdict stands, for this generation.
-		if old := meta.FindStatusCondition(c.s.Conditions, TypeResourcesReady); old != nil {
-			c.set(old.Type, old.Status, old.Reason, old.Message)
-		}
 	}
+	// Otherwise readiness was not judged this time: the last verdict stands.
 }
 
 // resourcesPending tells whether the deployed release's objects are not all

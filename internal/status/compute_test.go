@@ -286,3 +286,62 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("Redact gave\n%s\nwant\n%s", got, want)
 	}
 }
+
+func withReadiness(all bool, reason, msg string) *Readiness {
+	r := &Readiness{AllReady: all, Reason: reason, Message: msg, Resources: Resources{Total: 4, Ready: 4}}
+	if !all {
+		r.Resources.Ready = 3
+		r.Resources.NotReady = []NotReadyObject{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Status: "InProgress", Message: msg}}
+	}
+	return r
+}
+
+func TestComputeReadiness(t *testing.T) {
+	deployed := rel(1)
+	deployed.LastDeployed = &metav1.Time{Time: now.Add(-time.Minute)}
+	base := func(r *Readiness, timeout time.Duration) Outcome {
+		return Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Deployed: deployed,
+			DeployedBy: ActionInstall, Action: ActionInstall, Readiness: r, ReadinessTimeout: timeout}
+	}
+	tests := []struct {
+		name string
+		out  Outcome
+		want want
+	}{
+		{"all current", base(withReadiness(true, ReasonAllResourcesCurrent, "All 4 resources are Current"), 0),
+			want{TypeReady: "True/InstallSuccessful", TypeResourcesReady: "True/AllResourcesCurrent", TypeReconciling: "False/Succeeded"}},
+		{"coming up", base(withReadiness(false, ReasonResourcesInProgress, "Deployment web: 1/2 replicas available"), 5*time.Minute),
+			want{TypeReady: "False/InProgress", TypeResourcesReady: "False/InProgress", TypeReconciling: "True/Progressing",
+				TypeStalled: "False/NotStalled", TypeDeployed: "True/InstallSuccessful"}},
+		{"failed object", base(withReadiness(false, ReasonResourcesFailed, "Job migrate: failed"), 0),
+			want{TypeReady: "False/Failed", TypeResourcesReady: "False/Failed", TypeReconciling: "True/Progressing"}},
+		{"past the deadline", base(withReadiness(false, ReasonResourcesInProgress, "Deployment web: 0/2 replicas available; pod web-x: Unschedulable"), 30*time.Second),
+			want{TypeReady: "False/ProgressDeadlineExceeded", TypeStalled: "True/ProgressDeadlineExceeded",
+				TypeReconciling: "False/Stalled", TypeResourcesReady: "False/InProgress"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Compute(Status{}, tt.out)
+			checkConditions(t, s, tt.want)
+			if s.Resources == nil || s.Resources.Total != 4 {
+				t.Errorf("resources = %+v", s.Resources)
+			}
+		})
+	}
+
+	// Stalled by the deadline names the objects.
+	s := Compute(Status{}, tests[3].out)
+	if msg := meta.FindStatusCondition(s.Conditions, TypeStalled).Message; !strings.Contains(msg, "Unschedulable") || !strings.Contains(msg, "30s") {
+		t.Errorf("Stalled message %q", msg)
+	}
+	// A reconcile that did not judge readiness keeps the verdict, for the new generation.
+	later := Compute(s, Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: deployed,
+		Err: &Failure{Reason: ReasonErrorGettingReleaseState, Message: "x"}})
+	checkConditions(t, later, want{TypeResourcesReady: "False/InProgress"})
+	// Uninstalled: no release, no resources.
+	gone := Compute(s, Outcome{Generation: 2, Now: now, Initialized: true, Deleting: true, Action: ActionUninstall, DeployedKnown: true, Uninstalled: true})
+	checkConditions(t, gone, want{TypeResourcesReady: "False/NoDeployedRelease"})
+	if gone.Resources != nil {
+		t.Errorf("resources kept after uninstall: %+v", gone.Resources)
+	}
+}
