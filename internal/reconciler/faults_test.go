@@ -400,3 +400,19 @@ func TestStatusWriteFaultsAreRetried(t *testing.T) {
 		t.Errorf("faults injected: %d conflicts, %d size refusals; the test did not exercise them", conflicts, tooLarge)
 	}
 }
+
+// Helm reports an install as a success even when it could not record the
+// outcome in its storage; the status believes the storage.
+func TestUnrecordedInstallIsNotASuccess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.failStorageUpdate.Store(true)
+	e.create(gadgetGVK, "g", map[string]any{})
+	u := e.wait(gadgetGVK, "g", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonInstallError)
+	if msg := conditionMessage(u, status.TypeReleaseFailed); !strings.Contains(msg, "did not complete: Helm's storage shows revision 1 as pending-install") {
+		t.Errorf("ReleaseFailed message %q", msg)
+	}
+	if tu.ConditionIs(u, status.TypeReady, metav1.ConditionTrue, "") || tu.ConditionIs(u, status.TypeDeployed, metav1.ConditionTrue, "") {
+		t.Errorf("an unrecorded install looks healthy: %s", tu.Describe(u))
+	}
+}

@@ -63,8 +63,9 @@ type env struct {
 	statusPatches, gets atomic.Int64
 	// statusPatchFault, when set, may fail a status write before it reaches the server.
 	statusPatchFault atomic.Pointer[func(obj client.Object) error]
-	// failStorageQuery makes Helm's storage fail to list releases.
-	failStorageQuery atomic.Bool
+	// failStorageQuery makes Helm's storage fail to list releases;
+	// failStorageUpdate makes it fail to update one.
+	failStorageQuery, failStorageUpdate atomic.Bool
 	logs             *syncBuffer
 }
 
@@ -93,7 +94,7 @@ func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 				},
 			})
 		}
-		c.WrapStorage = func(d driver.Driver) driver.Driver { return &faultyDriver{Driver: d, fail: &e.failStorageQuery} }
+		c.WrapStorage = func(d driver.Driver) driver.Driver { return &faultyDriver{Driver: d, fail: &e.failStorageQuery, failUpdate: &e.failStorageUpdate} }
 		for _, m := range mutate {
 			m(c)
 		}
@@ -111,7 +112,14 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 // faultyDriver is Helm's real Secret driver, whose listing can be made to fail.
 type faultyDriver struct {
 	driver.Driver
-	fail *atomic.Bool
+	fail, failUpdate *atomic.Bool
+}
+
+func (d *faultyDriver) Update(key string, rls *release.Release) error {
+	if d.failUpdate.Load() {
+		return fmt.Errorf("injected: the storage could not update %s", key)
+	}
+	return d.Driver.Update(key, rls)
 }
 
 func (d *faultyDriver) Query(labels map[string]string) ([]*release.Release, error) {

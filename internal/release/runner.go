@@ -96,9 +96,21 @@ func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, erro
 		}
 		return res, err
 	}
-	if plan != PlanReapply && after.Deployed != nil {
-		res.DeployedBy = res.Action
+	if plan == PlanReapply {
+		return res, nil
 	}
+	if after.Deployed == nil || after.Latest == nil || after.Deployed.Version != after.Latest.Version {
+		// Helm reports success even when it could not record the outcome in
+		// its storage; the storage is the truth.
+		reason := map[string]string{status.ActionInstall: status.ReasonInstallError, status.ActionUpgrade: status.ReasonUpgradeError}[res.Action]
+		latest := "no revision"
+		if after.Latest != nil && after.Latest.Info != nil {
+			latest = fmt.Sprintf("revision %d as %s", after.Latest.Version, after.Latest.Info.Status)
+		}
+		return res, &Error{Reason: reason, Action: res.Action, Revision: storedRevision(before, after),
+			Summary: fmt.Sprintf("The %s of release %s did not complete: Helm's storage shows %s", res.Action, r.Name, latest)}
+	}
+	res.DeployedBy = res.Action
 	return res, nil
 }
 
