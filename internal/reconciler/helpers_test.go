@@ -66,7 +66,7 @@ type env struct {
 	// failStorageQuery makes Helm's storage fail to list releases;
 	// failStorageUpdate makes it fail to update one.
 	failStorageQuery, failStorageUpdate atomic.Bool
-	logs             *syncBuffer
+	logs                                *syncBuffer
 }
 
 func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
@@ -94,7 +94,9 @@ func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 				},
 			})
 		}
-		c.WrapStorage = func(d driver.Driver) driver.Driver { return &faultyDriver{Driver: d, fail: &e.failStorageQuery, failUpdate: &e.failStorageUpdate} }
+		c.WrapStorage = func(d driver.Driver) driver.Driver {
+			return &faultyDriver{Driver: d, fail: &e.failStorageQuery, failUpdate: &e.failStorageUpdate}
+		}
 		for _, m := range mutate {
 			m(c)
 		}
