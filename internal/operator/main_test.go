@@ -1,8 +1,6 @@
 package operator_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -19,16 +17,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	cp, err = testutil.StartControlPlane()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	cfg = cp.Config
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	testutil.Main(m, testutil.StartControlPlane, func(c *controlplane.ControlPlane) { cp, cfg = c, c.Config })
 }

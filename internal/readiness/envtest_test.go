@@ -2,8 +2,6 @@ package readiness_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,6 +16,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmapp/helm-app-operator/internal/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/testutil"
 )
@@ -28,17 +27,7 @@ import (
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
-	cp, err := testutil.StartAPIServer()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	cfg = cp.Config
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	testutil.Main(m, testutil.StartAPIServer, func(cp *controlplane.ControlPlane) { cfg = cp.Config })
 }
 
 const (

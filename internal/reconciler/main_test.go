@@ -1,8 +1,6 @@
 package reconciler_test
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -20,16 +18,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	cp, err = testutil.StartControlPlane(filepath.Join("testdata", "crds"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	cfg = cp.Config
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	testutil.Main(m, testutil.StartControlPlane, func(c *controlplane.ControlPlane) { cp, cfg = c, c.Config },
+		filepath.Join("testdata", "crds"))
 }

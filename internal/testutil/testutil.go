@@ -253,3 +253,20 @@ func WatchClient(t testing.TB, cfg *rest.Config) client.WithWatch {
 	}
 	return c
 }
+
+// Main is a test binary's TestMain body: it starts a control plane with start
+// (StartControlPlane or StartAPIServer), hands it to use, runs the tests and
+// stops it. It does not return.
+func Main(m *testing.M, start func(...string) (*controlplane.ControlPlane, error), use func(*controlplane.ControlPlane), extraCRDDirs ...string) {
+	cp, err := start(extraCRDDirs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		os.Exit(1)
+	}
+	use(cp)
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}

@@ -1,8 +1,6 @@
 package installtest_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -11,6 +9,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/helmapp/helm-app-operator/internal/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/testutil"
 )
 
@@ -27,15 +26,5 @@ func TestMain(m *testing.M) {
 	logger := zap.New(zap.WriteTo(globalLogs), zap.Level(zapcore.DebugLevel))
 	klog.SetLogger(logger)
 	ctrllog.SetLogger(logger)
-	cp, err := testutil.StartControlPlane()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	cfg = cp.Config
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	testutil.Main(m, testutil.StartControlPlane, func(cp *controlplane.ControlPlane) { cfg = cp.Config })
 }
