@@ -47,6 +47,11 @@ test: ## Run go vet, check generated files, and run every test against a real lo
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test ./... -count=1 -timeout 30m
 
+.PHONY: test-e2e
+test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok).
+	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -timeout 30m
+
 ##@ Demo
 
 .PHONY: demo

@@ -189,8 +189,7 @@ func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.D
 	if out.Readiness == nil || out.Readiness.AllReady {
 		return after
 	}
-	next := prev
-	next.DeployedRelease = out.Deployed
+	next := status.Compute(prev, out)
 	if d := status.ReadinessDeadline(next, r.opts.ReadinessTimeout); !d.IsZero() {
 		if until := d.Sub(out.Now.Time) + time.Second; until > 0 && (after == 0 || until < after) {
 			after = until

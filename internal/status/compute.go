@@ -103,7 +103,7 @@ func Compute(prev Status, o Outcome) Status {
 		s.Failures = 0
 	}
 
-	c := conditionSetter{s: &s, gen: o.Generation}
+	c := conditionSetter{s: &s, gen: o.Generation, now: o.Now}
 	c.initialized(o)
 	c.deployed(prev, o)
 	c.releaseFailed(o)
@@ -119,12 +119,19 @@ func Compute(prev Status, o Outcome) Status {
 }
 
 // ReadinessDeadline is when the deployed release's objects are due to be
-// ready, or the zero time when there is no deadline.
+// ready, or the zero time when there is no deadline: timeout after the later
+// of the last deployment and the moment they stopped being ready, so that a
+// release deployed long ago that loses readiness gets the whole timeout too.
 func ReadinessDeadline(s Status, timeout time.Duration) time.Time {
 	if timeout <= 0 || s.DeployedRelease == nil || s.DeployedRelease.LastDeployed == nil {
 		return time.Time{}
 	}
-	return s.DeployedRelease.LastDeployed.Add(timeout)
+	start := s.DeployedRelease.LastDeployed.Time
+	if rr := meta.FindStatusCondition(s.Conditions, TypeResourcesReady); rr != nil &&
+		rr.Status != metav1.ConditionTrue && rr.LastTransitionTime.After(start) {
+		start = rr.LastTransitionTime.Time
+	}
+	return start.Add(timeout)
 }
 
 func (c conditionSetter) resourcesReady(o Outcome) {
@@ -170,6 +177,9 @@ func Progressing(prev Status, generation int64, msg string) Status {
 type conditionSetter struct {
 	s   *Status
 	gen int64
+	// now stamps lastTransitionTime when a condition flips; zero means the
+	// wall clock.
+	now metav1.Time
 }
 
 func (c conditionSetter) set(typ string, st metav1.ConditionStatus, reason, msg string) {
@@ -177,6 +187,7 @@ func (c conditionSetter) set(typ string, st metav1.ConditionStatus, reason, msg 
 		Type:               typ,
 		Status:             st,
 		ObservedGeneration: c.gen,
+		LastTransitionTime: c.now,
 		Reason:             reason,
 		Message:            Bound(msg, MaxMessageLength),
 	})

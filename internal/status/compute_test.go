@@ -319,9 +319,19 @@ func TestComputeReadiness(t *testing.T) {
 			want{TypeReady: "False/ProgressDeadlineExceeded", TypeStalled: "True/ProgressDeadlineExceeded",
 				TypeReconciling: "False/Stalled", TypeResourcesReady: "False/InProgress"}},
 	}
-	for _, tt := range tests {
+	// Not ready since two minutes, for a watch that allows 30s.
+	notReadySince := func() Status {
+		early := tests[3].out
+		early.Now = metav1.NewTime(now.Add(-2 * time.Minute))
+		return Compute(Status{}, early)
+	}
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Compute(Status{}, tt.out)
+			prev := Status{}
+			if i == 3 {
+				prev = notReadySince()
+			}
+			s := Compute(prev, tt.out)
 			checkConditions(t, s, tt.want)
 			if s.Resources == nil || s.Resources.Total != 4 {
 				t.Errorf("resources = %+v", s.Resources)
@@ -330,7 +340,7 @@ func TestComputeReadiness(t *testing.T) {
 	}
 
 	// Stalled by the deadline names the objects.
-	s := Compute(Status{}, tests[3].out)
+	s := Compute(notReadySince(), tests[3].out)
 	if msg := meta.FindStatusCondition(s.Conditions, TypeStalled).Message; !strings.Contains(msg, "Unschedulable") || !strings.Contains(msg, "30s") {
 		t.Errorf("Stalled message %q", msg)
 	}
@@ -343,5 +353,22 @@ func TestComputeReadiness(t *testing.T) {
 	checkConditions(t, gone, want{TypeResourcesReady: "False/NoDeployedRelease"})
 	if gone.Resources != nil {
 		t.Errorf("resources kept after uninstall: %+v", gone.Resources)
+	}
+}
+
+func TestReadinessDeadlineStartsWhenReadinessIsLost(t *testing.T) {
+	d := rel(1)
+	d.LastDeployed = &metav1.Time{Time: now.Add(-24 * time.Hour)}
+	s := Status{DeployedRelease: d}
+	if got := ReadinessDeadline(s, time.Minute); !got.Equal(now.Add(-24*time.Hour + time.Minute)) {
+		t.Errorf("deadline without a readiness verdict: %s", got)
+	}
+	s.Conditions = []metav1.Condition{{Type: TypeResourcesReady, Status: metav1.ConditionFalse, Reason: ReasonResourcesInProgress,
+		LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Second))}}
+	if got := ReadinessDeadline(s, time.Minute); !got.Equal(now.Add(50 * time.Second)) {
+		t.Errorf("a release deployed a day ago that lost readiness 10s ago is due at %s, want now+50s", got)
+	}
+	if !ReadinessDeadline(s, 0).IsZero() {
+		t.Errorf("a zero timeout must mean no deadline")
 	}
 }
