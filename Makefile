@@ -57,7 +57,8 @@ test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller
 .PHONY: demo
 demo: ## Start a local control plane, run the operator on the sample CRs, show their status, stop. KEEP=1 leaves it running.
 	$(GO) build -o bin/manager .
-	$(GO) run ./hack/demo $(if $(KEEP),--keep)
+	$(GO) build -o bin/demo ./hack/demo
+	bin/demo $(if $(KEEP),--keep)
 
 ##@ Build
 
