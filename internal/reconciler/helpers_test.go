@@ -1,13 +1,11 @@
 package reconciler_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -138,22 +136,7 @@ func (d *faultyDriver) List(filter func(*release.Release) bool) ([]*release.Rele
 	return d.Driver.List(filter)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = tu.SyncBuffer
 
 func (e *env) create(gvk schema.GroupVersionKind, name string, spec map[string]any) *unstructured.Unstructured {
 	e.t.Helper()

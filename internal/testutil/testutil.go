@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -269,4 +270,23 @@ func Main(m *testing.M, start func(...string) (*controlplane.ControlPlane, error
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}
 	os.Exit(code)
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers, such as an
+// operator's logger; tests read what was logged from it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,12 +1,10 @@
 package installtest_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -292,20 +290,5 @@ func denyReplicas(t *testing.T, c client.Client, ns string, n int) {
 
 func ptr[T any](v T) *T { return &v }
 
-// syncBuffer is a bytes.Buffer safe for the operator's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects concurrent log output.
+type syncBuffer = tu.SyncBuffer
