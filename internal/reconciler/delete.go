@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -12,11 +13,12 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// delete uninstalls obj's release and then removes the finalizer. It reports
+// delete uninstalls obj's release, writes the status that says so (for
+// whoever watches the resource go), and then removes the finalizer. It reports
 // gone=true when the finalizer was removed, after which the resource may no
-// longer exist and no status is written. On failure the finalizer stays and
-// the failure is recorded in out.
-func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, out *status.Outcome) (gone bool, err error) {
+// longer exist and no further status is written. On failure the finalizer
+// stays and the failure is recorded in out.
+func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) (gone bool, err error) {
 	out.Deleting = true
 	out.Initialized = true
 	runner, err := r.runner(ctx, obj)
@@ -37,6 +39,10 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	}
 	out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
 	r.successEvent(obj, *out)
+	// Say so before the resource goes away, for whoever watches it.
+	if err := r.status.Write(ctx, obj, status.Compute(prev, *out)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the uninstalled status failed; removing the finalizer anyway")
+	}
 
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)

@@ -199,6 +199,7 @@ func TestSuccessEvents(t *testing.T) {
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventUpgradeSucceeded)
+	seen := e.recordStatuses(tu.NginxGVK, "web")
 	if err := e.c.Delete(context.Background(), cr); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +208,15 @@ func TestSuccessEvents(t *testing.T) {
 		return apierrors.IsNotFound(err), "still there"
 	})
 	e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventUninstallSucceeded)
+	// Before it went away, the resource said the release was uninstalled.
+	said := false
+	for _, s := range seen() {
+		said = said || (tu.ConditionIs(s, status.TypeDeployed, metav1.ConditionFalse, status.ReasonUninstallSuccessful) &&
+			tu.ConditionIs(s, status.TypeReleaseFailed, metav1.ConditionFalse, status.ReasonUninstallSuccessful))
+	}
+	if !said {
+		t.Errorf("no status said Deployed=False UninstallSuccessful before the resource went away")
+	}
 }
 
 // `kubectl wait --for=condition=Ready` returns once the release is deployed.

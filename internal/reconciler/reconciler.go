@@ -154,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, nil
 		}
 		var err error
-		gone, err = r.delete(ctx, obj, &out)
+		gone, err = r.delete(ctx, obj, prev, &out)
 		if gone {
 			r.gate.release(obj.GetUID())
 		}
