@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -75,7 +75,7 @@ func checkOwnedCRDs(owned []v1alpha1.CRDDescription, crds map[string]*apiextensi
 				continue
 			}
 			fields, _, _ := unstructured.NestedMap(ex.Object, "spec")
-			for _, f := range sortedKeys(fields) {
+			for _, f := range slices.Sorted(maps.Keys(fields)) {
 				if !paths[f] {
 					errs = append(errs, fmt.Errorf("%s: the example %s sets spec.%s, which has no specDescriptor", where, ex.GetName(), f))
 				}
@@ -190,13 +190,4 @@ func schemaAt(root *apiextensionsv1.JSONSchemaProps, path string) (*apiextension
 		cur = &next
 	}
 	return cur, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

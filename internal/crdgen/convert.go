@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,7 +197,7 @@ func (c *converter) resolve(ref string) (any, error) {
 }
 
 func (c *converter) convertObject(path string, n map[string]any) apiextensionsv1.JSONSchemaProps {
-	for _, k := range sortedKeys(n) {
+	for _, k := range slices.Sorted(maps.Keys(n)) {
 		if reason, bad := unsupportedKeywords[k]; bad {
 			c.fail(path, "keyword %q cannot be represented: %s", k, reason)
 		} else if !convertedKeywords[k] && !ignoredKeywords[k] {
@@ -319,7 +321,7 @@ func (c *converter) convertProperties(path string, n map[string]any, p *apiexten
 	if _, ok := n["properties"]; ok && props == nil {
 		c.fail(path, "properties must be an object")
 	}
-	for _, name := range sortedKeys(props) {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		if p.Properties == nil {
 			p.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 		}
@@ -487,13 +489,4 @@ func has(n map[string]any, keys ...string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
