@@ -277,60 +277,15 @@ func (e *env) waitEvent(u *unstructured.Unstructured, typ, reason string) corev1
 	return found
 }
 
-// policy installs a ValidatingAdmissionPolicy bound to the test's namespace:
-// a real API-server denial, no mock. It returns a function removing it.
+// policy installs a ValidatingAdmissionPolicy bound to the test's namespace
+// (see testutil.DenyInNamespace) and returns a function removing it.
 func (e *env) policy(name string, rules []admissionv1.NamedRuleWithOperations, v admissionv1.Validation) func() {
 	e.t.Helper()
-	ctx := context.Background()
-	name = e.ns + "-" + name
-	fail := admissionv1.Fail
-	p := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
-			Validations:      []admissionv1.Validation{v},
-		},
-	}
-	b := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns}}},
-		},
-	}
-	for _, o := range []client.Object{p, b} {
-		if err := e.c.Create(ctx, o); err != nil {
-			e.t.Fatalf("creating policy %s: %v", name, err)
-		}
-	}
-	removed := false
-	remove := func() {
-		if removed {
-			return
-		}
-		removed = true
-		for _, o := range []client.Object{b, p} {
-			if err := e.c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-				e.t.Errorf("deleting policy %s: %v", name, err)
-			}
-		}
-		// The API server applies the removal asynchronously.
-		time.Sleep(2 * time.Second)
-	}
-	e.t.Cleanup(remove)
-	return remove
+	return tu.DenyInNamespace(e.t, e.c, e.ns+"-"+name, e.ns, rules, v)
 }
 
-// rule matches resources of a core or named group for the given operations.
-func rule(group, resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
-	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
-		Operations: ops,
-		Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
-	}}
-}
+// rule matches resources of a group for the given operations.
+var rule = tu.Rule
 
 // waitDenied polls a server-side dry run until the API server denies it: the
 // policy is then in force.

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -289,4 +291,57 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// DenyInNamespace installs a ValidatingAdmissionPolicy with one validation
+// over rules, bound to namespace ns: a real API-server denial, no mock. It is
+// removed when the test ends; the returned function removes it earlier (and
+// waits briefly, as the API server applies a removal asynchronously).
+func DenyInNamespace(t testing.TB, c client.Client, name, ns string, rules []admissionv1.NamedRuleWithOperations, v admissionv1.Validation) func() {
+	t.Helper()
+	ctx := context.Background()
+	fail := admissionv1.Fail
+	p := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
+			Validations:      []admissionv1.Validation{v},
+		},
+	}
+	b := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
+		},
+	}
+	for _, o := range []client.Object{p, b} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating admission policy %s: %v", name, err)
+		}
+	}
+	var once sync.Once
+	remove := func() {
+		once.Do(func() {
+			for _, o := range []client.Object{b, p} {
+				if err := c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("deleting admission policy %s: %v", name, err)
+				}
+			}
+			time.Sleep(2 * time.Second)
+		})
+	}
+	t.Cleanup(remove)
+	return remove
+}
+
+// Rule matches resources of a group ("" for core) for the given operations.
+func Rule(group, resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
+	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
+		Operations: ops,
+		Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
+	}}
 }

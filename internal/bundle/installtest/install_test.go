@@ -235,41 +235,12 @@ func wantReplicas(t *testing.T, c client.Client, ns string, want int32) {
 func denyReplicas(t *testing.T, c client.Client, ns string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	fail := admissionv1.Fail
-	name := ns + "-deny-replicas"
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-				}}}},
-			Validations: []admissionv1.Validation{{
-				Expression: fmt.Sprintf("!has(object.spec.replicas) || object.spec.replicas != %d", n),
-				Message:    fmt.Sprintf("%d replicas are not allowed in this namespace", n),
-			}},
-		},
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}},
-		},
-	}
-	create(t, c, policy)
-	create(t, c, binding)
-	t.Cleanup(func() {
-		for _, o := range []client.Object{binding, policy} {
-			if err := c.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting %s: %v", o.GetName(), err)
-			}
-		}
-	})
+	tu.DenyInNamespace(t, c, ns+"-deny-replicas", ns,
+		[]admissionv1.NamedRuleWithOperations{tu.Rule("apps", "deployments", admissionv1.Create, admissionv1.Update)},
+		admissionv1.Validation{
+			Expression: fmt.Sprintf("!has(object.spec.replicas) || object.spec.replicas != %d", n),
+			Message:    fmt.Sprintf("%d replicas are not allowed in this namespace", n),
+		})
 
 	probe := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "policy-probe", Namespace: ns},
