@@ -60,8 +60,8 @@ func (r *Runner) ProgressMessage(plan Plan, st State) string {
 	return ""
 }
 
-// Run validates the values, runs the action plan calls for, and reads Helm's
-// storage back. On failure the returned error is an *Error whose Revision is
+// Run validates the values, runs the action plan calls for and, after an
+// install or upgrade, reads Helm's storage back. On failure the returned error is an *Error whose Revision is
 // the revision Helm stored for the attempt, if it stored one.
 func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, error) {
 	var res Result
@@ -74,12 +74,16 @@ func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, erro
 		res.Action = status.ActionUpgrade
 		err = r.upgrade(before, vals)
 	case PlanReapply:
+		// Re-applying writes no revision: what Helm stores is unchanged, so
+		// the steady-state reconcile lists release storage once, not twice.
 		res.Action = status.ActionReconcile
-		err = r.reapply(before)
+		res.State, res.Observed = before, true
+		return res, r.reapply(before)
 	case PlanPending:
-		err = r.pending(before)
+		res.State, res.Observed = before, true
+		return res, r.pending(before)
 	default:
-		err = fmt.Errorf("unknown plan %q", plan)
+		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
 	after, obsErr := Observe(r.Client, r.Name)
@@ -95,9 +99,6 @@ func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, erro
 			e.Revision = storedRevision(before, after)
 		}
 		return res, err
-	}
-	if plan == PlanReapply {
-		return res, nil
 	}
 	if after.Deployed == nil || after.Latest == nil || after.Deployed.Version != after.Latest.Version {
 		// Helm reports success even when it could not record the outcome in
