@@ -2,7 +2,6 @@ package release
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -79,5 +78,3 @@ func renderFailure(err error) bool {
 	}
 	return false
 }
-
-func summaryf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
