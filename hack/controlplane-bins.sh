@@ -5,7 +5,8 @@
 # Usage: hack/controlplane-bins.sh [--full]
 #
 # Without --full: kube-apiserver, etcd and kubectl (what envtest needs).
-# With --full: also kube-controller-manager, kube-scheduler and kwok.
+# With --full: also kube-controller-manager, kube-scheduler, kwok and the helm
+# CLI (tests make and read releases with it as a user would).
 #
 # Only missing binaries are built; when everything is cached this is a no-op.
 # The last line of stdout is an assets directory holding symlinks to the
@@ -16,6 +17,7 @@
 #   <root>/k8s/<version>/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
 #   <root>/etcd/<version>/etcd
 #   <root>/kwok/<version>/kwok
+#   <root>/helm/<version>/helm
 #   <root>/assets/<core|full>-k8s-<v>-etcd-<v>[-kwok-<v>]/  (symlinks)
 set -euo pipefail
 
@@ -55,10 +57,12 @@ module_version() {
 k8s_version="$(module_version "${tools}/k8s/go.mod" k8s.io/kubernetes)"
 etcd_version="$(module_version "${tools}/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 kwok_version="$(module_version "${tools}/kwok/go.mod" sigs.k8s.io/kwok)"
+helm_version="$(module_version "${tools}/helm/go.mod" helm.sh/helm/v3)"
 
 k8s_dir="${cache_root}/k8s/${k8s_version}"
 etcd_dir="${cache_root}/etcd/${etcd_version}"
 kwok_dir="${cache_root}/kwok/${kwok_version}"
+helm_dir="${cache_root}/helm/${helm_version}"
 
 k8s_bins=(kube-apiserver kubectl)
 if [[ "${full}" == true ]]; then
@@ -72,7 +76,7 @@ fi
 wanted=()
 for b in "${k8s_bins[@]}"; do wanted+=("${k8s_dir}/${b}"); done
 wanted+=("${etcd_dir}/etcd")
-if [[ "${full}" == true ]]; then wanted+=("${kwok_dir}/kwok"); fi
+if [[ "${full}" == true ]]; then wanted+=("${kwok_dir}/kwok" "${helm_dir}/helm"); fi
 
 all_present() {
   local p
@@ -88,7 +92,7 @@ if all_present; then
 fi
 
 mkdir -p "${cache_root}" "${k8s_dir}" "${etcd_dir}" "${assets}"
-if [[ "${full}" == true ]]; then mkdir -p "${kwok_dir}"; fi
+if [[ "${full}" == true ]]; then mkdir -p "${kwok_dir}" "${helm_dir}"; fi
 
 # One builder at a time; a concurrent caller waits here, then finds the
 # binaries the first one built.
@@ -162,6 +166,8 @@ build "${tools}/k8s" "${k8s_dir}" "${k8s_ldflags}" "${k8s_specs[@]}"
 build "${tools}/etcd" "${etcd_dir}" "" "etcd=."
 if [[ "${full}" == true ]]; then
   build "${tools}/kwok" "${kwok_dir}" "" "kwok=."
+  # The helm CLI reports its version from a constant of its module.
+  build "${tools}/helm" "${helm_dir}" "" "helm=helm.sh/helm/v3/cmd/helm"
 fi
 
 for p in "${wanted[@]}"; do

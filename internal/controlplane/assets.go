@@ -22,12 +22,13 @@ const (
 	binControllerManager = "kube-controller-manager"
 	binScheduler         = "kube-scheduler"
 	binKwok              = "kwok"
+	binHelm              = "helm"
 )
 
 // coreBinaries are what envtest needs; fullBinaries are what Options.Full needs.
 var (
 	coreBinaries = []string{binAPIServer, binEtcd, binKubectl}
-	fullBinaries = []string{binAPIServer, binEtcd, binKubectl, binControllerManager, binScheduler, binKwok}
+	fullBinaries = []string{binAPIServer, binEtcd, binKubectl, binControllerManager, binScheduler, binKwok, binHelm}
 )
 
 const (
@@ -51,7 +52,7 @@ func AssetsDir() (string, error) {
 }
 
 // FullAssetsDir is AssetsDir for a full cluster: the directory also contains
-// kube-controller-manager, kube-scheduler and kwok.
+// kube-controller-manager, kube-scheduler, kwok and the helm CLI.
 func FullAssetsDir() (string, error) {
 	return assetsDir(context.Background(), true)
 }

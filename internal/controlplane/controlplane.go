@@ -179,13 +179,26 @@ func (cp *ControlPlane) Clientset() (kubernetes.Interface, error) {
 // Kubectl runs the built kubectl as the admin user and returns its stdout.
 // A failure's error includes kubectl's stderr.
 func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(cp.AssetsDir, binKubectl),
+	return cp.run(ctx, binKubectl, args...)
+}
+
+// Helm runs the built helm CLI as the admin user (a full cluster's assets
+// have it) and returns its stdout. A failure's error includes helm's stderr.
+func (cp *ControlPlane) Helm(ctx context.Context, args ...string) (string, error) {
+	return cp.run(ctx, binHelm, args...)
+}
+
+func (cp *ControlPlane) run(ctx context.Context, bin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(cp.AssetsDir, bin),
 		append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...)
+	// helm keeps its caches and config under HOME; keep them out of the user's.
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(cp.WorkDir, "helm", "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(cp.WorkDir, "helm", "config"), "HELM_DATA_HOME="+filepath.Join(cp.WorkDir, "helm", "data"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
 }

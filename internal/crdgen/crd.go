@@ -51,6 +51,7 @@ func CRD(w watches.Watch) (*apiextensionsv1.CustomResourceDefinition, error) {
 			"spec":     *spec,
 			"status":   StatusSchema(),
 		},
+		XValidations: apiextensionsv1.ValidationRules{NameRule()},
 	}
 
 	return &apiextensionsv1.CustomResourceDefinition{
@@ -73,6 +74,20 @@ func CRD(w watches.Watch) (*apiextensionsv1.CustomResourceDefinition, error) {
 			}},
 		},
 	}, nil
+}
+
+// MaxNameLength is Helm's limit on release names; a resource's name is its
+// release's name.
+const MaxNameLength = 53
+
+// NameRule is the CEL rule that refuses, at admission, a resource whose name
+// cannot be the name of its Helm release.
+func NameRule() apiextensionsv1.ValidationRule {
+	return apiextensionsv1.ValidationRule{
+		Rule: fmt.Sprintf("size(self.metadata.name) <= %d", MaxNameLength),
+		Message: fmt.Sprintf("metadata.name must be at most %d characters: it is the name of the resource's Helm release, "+
+			"and Helm limits release names to %d", MaxNameLength, MaxNameLength),
+	}
 }
 
 // SpecSchema returns the schema of .spec for a chart: its values.schema.json

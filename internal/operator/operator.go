@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -106,6 +107,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	if c.Logger != nil {
 		opts.Logger = *c.Logger
+	}
+	// Helm's release records are watched (for names that free up) by their
+	// metadata only, and only those: no Secret's data is ever cached.
+	opts.Cache.ByObject = map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: reconciler.ReleaseRecordSelector},
 	}
 	if len(c.WatchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,15 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	out.Deleting = true
 	out.Initialized = true
 	runner, err := r.runner(ctx, obj)
+	var notOurs string
+	if err == nil {
+		notOurs, err = runner.NotOurs()
+	}
+	if err == nil && notOurs != "" {
+		// Deleting a resource never uninstalls a release that is not its own.
+		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", notOurs)
+		return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
+	}
 	if err == nil {
 		out.Action = status.ActionUninstall
 		err = runner.Uninstall()
@@ -44,12 +54,18 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		ctrl.LoggerFrom(ctx).Error(err, "Writing the uninstalled status failed; removing the finalizer anyway")
 	}
 
+	return r.removeFinalizer(ctx, obj, "The release was uninstalled")
+}
+
+// removeFinalizer lets the resource go; done says what was done before, for
+// the message of a failure.
+func (r *Reconciler) removeFinalizer(ctx context.Context, obj *unstructured.Unstructured, done string) (gone bool, err error) {
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 		obj.Object = base.Object
 		return false, &release.Error{Reason: status.ReasonErrorRemovingFinalizer,
-			Summary: fmt.Sprintf("The release was uninstalled but removing the finalizer %s failed", Finalizer), Err: err}
+			Summary: fmt.Sprintf("%s but removing the finalizer %s failed", done, Finalizer), Err: err}
 	}
 	return true, nil
 }

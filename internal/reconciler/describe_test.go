@@ -28,7 +28,7 @@ import (
 var docsBlock = regexp.MustCompile("(?s)(<!-- describe:([a-z-]+) -->\n```text\n)(.*?)(```)")
 
 // TestDescribeMatchesTheDocs runs the real `kubectl describe` (the binary the
-// project builds) for a deployed resource, a failed upgrade and a blocked
+// project builds) for a deployed resource, a release name conflict, a failed upgrade and a blocked
 // uninstall, and compares each with its example in docs/status.md, so the
 // documentation cannot drift from what users see. UPDATE_DOCS=1 rewrites the
 // examples instead.
@@ -42,6 +42,14 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	got["deployed"] = e.describe("nginx", "web")
+
+	echo := e.create(tu.EchoGVK, "web", map[string]any{})
+	e.wait(tu.EchoGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonReleaseNameConflict)
+	got["name-conflict"] = e.describe("echo", "web")
+	if err := e.c.Delete(ctx, echo); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(tu.EchoGVK, "web")
 
 	e.denyBigDeployments()
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
@@ -120,8 +128,11 @@ var normalizers = []struct {
 	{regexp.MustCompile(`(?m)^(  UID:\s+)\S+$`), "${1}4d3c2b1a-0000-4000-8000-000000000000"},
 	{regexp.MustCompile(`(?m)^(  Resource Version:\s+)\d+$`), "${1}1234"},
 	{regexp.MustCompile(`ValidatingAdmissionPolicy '[^']*' with binding '[^']*'`), "ValidatingAdmissionPolicy 'policy' with binding 'policy'"},
-	// The Events table: ages vary.
-	{regexp.MustCompile(`(?m)^(  (?:Normal|Warning)\s+\S+\s+)\S+(\s+)`), "${1}10s${2}"},
+	// The Events table: ages vary, and with them the Age column's width
+	// ("5s", "12s", "110s"): fix the age and the column.
+	{regexp.MustCompile(`(?m)^(  (?:Normal|Warning)\s+\S+\s+)\S+\s+`), "${1}10s    "},
+	{regexp.MustCompile(`(?m)^(  Type\s+Reason\s+)Age\s+From`), "${1}Age   From"},
+	{regexp.MustCompile(`(?m)^(  ----\s+------\s+)----\s+----`), "${1}----  ----"},
 	{regexp.MustCompile(`\(x\d+ over \S+\)`), "(x2 over 10s)"},
 }
 

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
@@ -18,6 +19,12 @@ const (
 	EventUpgradeFailed      = "UpgradeFailed"
 	EventUninstallFailed    = "UninstallFailed"
 	EventReconcileFailed    = "ReconcileFailed"
+	// EventReleaseAdopted: a release with no owner (made by the helm CLI or an
+	// older version of the operator) became the resource's own.
+	EventReleaseAdopted = "ReleaseAdopted"
+	// EventUninstallSkipped: the resource was deleted without uninstalling a
+	// release that is not its own.
+	EventUninstallSkipped = "UninstallSkipped"
 )
 
 // maxEventNote bounds an event's note; the API server refuses notes over 1 KiB.
@@ -30,7 +37,11 @@ func (r *Reconciler) event(obj *unstructured.Unstructured, f *status.Failure) {
 		status.ActionUpgrade:   EventUpgradeFailed,
 		status.ActionUninstall: EventUninstallFailed,
 	}[f.Action]
-	if reason == "" {
+	switch {
+	case f.StalledReason == status.ReasonReleaseNameConflict || f.StalledReason == status.ReasonInvalidReleaseName:
+		// Not a failure of an attempt: nothing was attempted. Say what stops it.
+		reason = f.StalledReason
+	case reason == "":
 		reason = EventReconcileFailed
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, f.Reason, "%s", status.Bound(f.Message, maxEventNote))
@@ -52,4 +63,12 @@ func (r *Reconciler) successEvent(obj *unstructured.Unstructured, out status.Out
 		return
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, out.Action, "%s", note)
+}
+
+// adoptedEvent says that the release of the resource's name, which carried no
+// owner, is now the resource's own.
+func (r *Reconciler) adoptedEvent(obj *unstructured.Unstructured, st release.State) {
+	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseAdopted, "Adopt",
+		"Adopted release %s revision %d: it is now managed by this resource and uninstalled when it is deleted",
+		st.Latest.Name, st.Latest.Version)
 }

@@ -45,6 +45,7 @@ func testWatches(t *testing.T) string {
 	}
 	return tu.WatchesFile(t, `
 - {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx}
+- {group: web.helmapp.io, version: v1alpha1, kind: Echo, chart: helm-charts/echo}
 - {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx}
 - {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+`}
 `)

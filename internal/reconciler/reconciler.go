@@ -209,11 +209,17 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	log := ctrl.LoggerFrom(ctx)
 	out.Err = release.AsFailure(err)
 	out.Err.Message = redactor.Redact(out.Err.Message)
-	r.event(obj, out.Err)
 	if out.Err.Terminal() {
+		if status.Repeats(prev, out.Generation, out.Err) {
+			// The status and an event already say so: stay quiet.
+			log.V(1).Info("Still stalled", "reason", out.Err.StalledReason)
+			return ctrl.Result{}
+		}
+		r.event(obj, out.Err)
 		log.Info("Stalled: not retried until the resource changes", "reason", out.Err.StalledReason, "error", out.Err.Message)
 		return ctrl.Result{}
 	}
+	r.event(obj, out.Err)
 	out.RetryAfter = r.backoff(prev.Failures + 1)
 	r.gate.hold(obj.GetUID(), obj.GetGeneration(), out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
@@ -247,11 +253,10 @@ func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 // reconcileRelease observes the release, runs the one action it needs and
 // records what happened in out.
 func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) error {
-	runner, err := r.runner(ctx, obj)
-	if err != nil {
+	if err := release.ValidateName(obj.GetName()); err != nil {
 		return err
 	}
-	vals, err := release.Values(obj, r.opts.OverrideValues)
+	runner, err := r.runner(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -259,7 +264,20 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return err
 	}
+	// Only a release that is the resource's own may be acted on or described.
+	adopted, err := runner.Claim(before)
+	if err != nil {
+		out.DeployedKnown, out.Deployed = true, nil
+		return err
+	}
+	if adopted {
+		r.adoptedEvent(obj, before)
+	}
 	out.DeployedKnown, out.Deployed = true, release.Describe(before.Deployed)
+	vals, err := release.Values(obj, r.opts.OverrideValues)
+	if err != nil {
+		return err
+	}
 
 	plan := release.Decide(before, release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest})
 	if msg := runner.ProgressMessage(plan, before); msg != "" {
@@ -314,6 +332,7 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 	return &release.Runner{
 		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
+		Owner: release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
 	}, nil
 }
 

@@ -22,6 +22,9 @@ type Runner struct {
 	ChartDigest string
 	// Name and Namespace of the release.
 	Name, Namespace string
+	// Owner is the resource the release belongs to; every revision written
+	// carries its identity (see ClaimOf).
+	Owner Owner
 	// MaxHistory bounds the kept revisions on upgrade.
 	MaxHistory int
 }
@@ -135,5 +138,7 @@ func (r *Runner) pending(st State) error {
 }
 
 func (r *Runner) labels() map[string]string {
-	return map[string]string{LabelChartDigest: r.ChartDigest}
+	l := r.Owner.labels()
+	l[LabelChartDigest] = r.ChartDigest
+	return l
 }

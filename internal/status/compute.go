@@ -88,7 +88,10 @@ func Compute(prev Status, o Outcome) Status {
 	if o.Action == ActionInstall || o.Action == ActionUpgrade {
 		s.LastAttemptedGeneration = o.Generation
 	}
-	if o.Err != nil {
+	switch {
+	case Repeats(prev, o.Generation, o.Err):
+		// Already recorded, with its time: nothing new happened.
+	case o.Err != nil:
 		s.Failures++
 		if o.Err.Action != "" {
 			s.FailedRelease = &FailedRelease{
@@ -99,7 +102,7 @@ func Compute(prev Status, o Outcome) Status {
 				Time:     o.Now,
 			}
 		}
-	} else {
+	default:
 		s.Failures = 0
 	}
 
@@ -116,6 +119,19 @@ func Compute(prev Status, o Outcome) Status {
 	}
 	Summarize(&s, o.Generation)
 	return s
+}
+
+// Repeats tells whether f is a terminal failure that prev already reports for
+// generation: Stalled=True with the same reason and message. Such a repeat
+// is not counted again and emits nothing, so a stalled resource that is
+// reconciled again (a resync, an unrelated annotation) stays quiet.
+func Repeats(prev Status, generation int64, f *Failure) bool {
+	if !f.Terminal() {
+		return false
+	}
+	c := meta.FindStatusCondition(prev.Conditions, TypeStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation &&
+		c.Reason == f.StalledReason && c.Message == Bound(f.Message, MaxMessageLength)
 }
 
 // ReadinessDeadline is when the deployed release's objects are due to be
@@ -234,6 +250,9 @@ func (c conditionSetter) deployed(prev Status, o Outcome) {
 			c.set(TypeDeployed, metav1.ConditionUnknown, ReasonErrorGettingReleaseState,
 				"The release state could not be read from Helm's storage")
 		}
+	case o.Err != nil && o.Err.StalledReason == ReasonReleaseNameConflict:
+		c.set(TypeDeployed, metav1.ConditionFalse, ReasonNotDeployed,
+			"No release of this resource is deployed: its release name is taken (see Stalled)")
 	case o.Err != nil && o.Err.Action == ActionInstall:
 		c.set(TypeDeployed, metav1.ConditionFalse, ReasonNotDeployed, "No release is deployed: the install failed")
 	default:
@@ -275,8 +294,14 @@ func (c conditionSetter) stalledAndReconciling(o Outcome) {
 	switch {
 	case o.Err.Terminal():
 		c.set(TypeStalled, metav1.ConditionTrue, o.Err.StalledReason, o.Err.Message)
-		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled,
-			"No progress is possible until the resource's spec changes")
+		msg := "No progress is possible until the resource's spec changes"
+		switch o.Err.StalledReason {
+		case ReasonReleaseNameConflict:
+			msg = "Waiting for the release name to be free: the resource installs once the other release is removed"
+		case ReasonInvalidReleaseName:
+			msg = "No progress is possible: recreate the resource with a shorter name"
+		}
+		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled, msg)
 	case o.Err != nil:
 		c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "Retrying may succeed")
 		what := "The reconcile"

@@ -372,3 +372,35 @@ func TestReadinessDeadlineStartsWhenReadinessIsLost(t *testing.T) {
 		t.Errorf("a zero timeout must mean no deadline")
 	}
 }
+
+// A terminal failure that repeats the standing Stalled verdict is not a new
+// failure: the count, failedRelease and its time stay, so nothing is written.
+func TestRepeatedStallIsNotCounted(t *testing.T) {
+	conflict := &Failure{Reason: ReasonReleaseNameConflict, StalledReason: ReasonReleaseNameConflict,
+		Message: "Release web belongs to Nginx ns/web (web.helmapp.io); nothing was changed"}
+	invalid := &Failure{Reason: ReasonInvalidValues, StalledReason: ReasonInvalidValues, Action: ActionInstall,
+		Message: "Install of release web failed: replicaCount must be an integer"}
+	for _, f := range []*Failure{conflict, invalid} {
+		t.Run(f.Reason, func(t *testing.T) {
+			first := Compute(Status{}, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Err: f})
+			checkConditions(t, first, want{TypeStalled: "True/" + f.StalledReason, TypeReady: "False/" + f.StalledReason})
+			later := metav1.NewTime(now.Add(time.Hour))
+			again := Compute(first, Outcome{Generation: 1, Now: later, Initialized: true, DeployedKnown: true, Err: f})
+			if !Repeats(first, 1, f) || again.Failures != 1 {
+				t.Errorf("a repeated stall counted again: failures %d", again.Failures)
+			}
+			if !equalStatus(first, again) {
+				t.Errorf("a repeated stall changed the status:\n%+v\n%+v", first, again)
+			}
+			// A new generation, or another message, is news.
+			if Repeats(first, 2, f) {
+				t.Error("a stall of generation 1 repeats for generation 2")
+			}
+			other := *f
+			other.Message += " (again)"
+			if next := Compute(first, Outcome{Generation: 1, Now: later, Initialized: true, DeployedKnown: true, Err: &other}); next.Failures != 2 {
+				t.Errorf("a different stall was not counted: failures %d", next.Failures)
+			}
+		})
+	}
+}

@@ -65,6 +65,12 @@ const (
 	// Stalled=True: the chart rejects the values or does not render.
 	ReasonInvalidValues    = "InvalidValues"
 	ReasonChartRenderError = "ChartRenderError"
+	// ReasonReleaseNameConflict: Stalled=True, the release of the resource's
+	// name belongs to another resource or is of another chart; nothing is done.
+	ReasonReleaseNameConflict = "ReleaseNameConflict"
+	// ReasonInvalidReleaseName: Stalled=True, the resource's name cannot be a
+	// Helm release name (more than 53 characters).
+	ReasonInvalidReleaseName = "InvalidReleaseName"
 	// ReasonNotStalled: Stalled=False.
 	ReasonNotStalled = "NotStalled"
 
