@@ -26,7 +26,9 @@ func TestDriftIsCorrectedAndNamed(t *testing.T) {
 	e := newEnvWatches(t, watchesWith(t, "watchDependentResources: false"))
 	ctx := context.Background()
 	cr := e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
-	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, "")
+	// Without dependent watches readiness is judged again only every
+	// reconcilePeriod: being deployed is enough here.
+	e.wait(tu.NginxGVK, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	key := client.ObjectKey{Namespace: e.ns, Name: "web"}
 
 	if err := e.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns}}); err != nil {
