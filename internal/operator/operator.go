@@ -26,6 +26,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
+	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/watches"
 )
 
@@ -179,6 +180,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
 			RetryBase:          c.RetryBase,
 			RetryMax:           c.RetryMax,
+			Remediation: release.Remediation{
+				RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
+				UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
+			},
+			UninstallWait: w.UninstallWait,
 		})
 		if err != nil {
 			return nil, err

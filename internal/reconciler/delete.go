@@ -3,25 +3,69 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
+
+// AnnotationUninstallOnDelete, set to "false", lets a deleted resource go
+// without uninstalling its release: its history and its objects stay.
+const AnnotationUninstallOnDelete = "helmapp.io/uninstall-on-delete"
+
+// deletionPoll is how often a deletion waiting for the release's objects to
+// go (uninstallWait) looks again; their deletion also wakes it, through the
+// dependent watches.
+const deletionPoll = 5 * time.Second
+
+// maxLingeringNames bounds the objects the waiting message names.
+const maxLingeringNames = 5
+
+// uninstallOnDelete reads AnnotationUninstallOnDelete: true when it is
+// absent; a value that is not a boolean stalls the resource.
+func uninstallOnDelete(obj *unstructured.Unstructured) (bool, error) {
+	v, ok := obj.GetAnnotations()[AnnotationUninstallOnDelete]
+	if !ok {
+		return true, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return true, &release.Error{Reason: status.ReasonInvalidAnnotation, StalledReason: status.ReasonInvalidAnnotation,
+			Summary: fmt.Sprintf("The annotation %s has the value %q, which is not a boolean: set it to \"true\" or \"false\"",
+				AnnotationUninstallOnDelete, v)}
+	}
+	return b, nil
+}
 
 // delete uninstalls obj's release, writes the status that says so (for
 // whoever watches the resource go), and then removes the finalizer. It reports
 // gone=true when the finalizer was removed, after which the resource may no
 // longer exist and no further status is written. On failure the finalizer
 // stays and the failure is recorded in out.
+//
+// With AnnotationUninstallOnDelete "false" the release is kept instead (see
+// keep). With UninstallWait the finalizer stays until the release's objects
+// are gone, and out.DeletionPending names those still there.
 func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) (gone bool, err error) {
 	out.Deleting = true
 	out.Initialized = true
+	uninstall, err := uninstallOnDelete(obj)
+	if err != nil {
+		return false, err
+	}
 	runner, err := r.runner(ctx, obj)
 	var notOurs string
 	if err == nil {
@@ -32,9 +76,16 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", notOurs)
 		return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
 	}
+	if err == nil && !uninstall {
+		return r.keep(ctx, obj, runner)
+	}
 	if err == nil {
 		out.Action = status.ActionUninstall
-		err = runner.Uninstall()
+		if r.opts.UninstallWait {
+			err = r.uninstallAndWait(ctx, obj, runner, out)
+		} else {
+			err = runner.Uninstall(false)
+		}
 	}
 	if err != nil {
 		// A failed uninstall may have removed part of the release and marked
@@ -48,24 +99,184 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		return false, err
 	}
 	out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
+	if out.DeletionPending != "" {
+		return false, nil
+	}
 	r.successEvent(obj, *out)
 	// Say so before the resource goes away, for whoever watches it.
 	if err := r.status.Write(ctx, obj, status.Compute(prev, *out)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Writing the uninstalled status failed; removing the finalizer anyway")
 	}
-
 	return r.removeFinalizer(ctx, obj, "The release was uninstalled")
 }
 
 // removeFinalizer lets the resource go; done says what was done before, for
 // the message of a failure.
-func (r *Reconciler) removeFinalizer(ctx context.Context, obj *unstructured.Unstructured, done string) (gone bool, err error) {
+func (r *Reconciler) removeFinalizer(ctx context.Context, obj *unstructured.Unstructured, done string) (bool, error) {
 	base := obj.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 		obj.Object = base.Object
 		return false, &release.Error{Reason: status.ReasonErrorRemovingFinalizer,
 			Summary: fmt.Sprintf("%s but removing the finalizer %s failed", done, Finalizer), Err: err}
+	}
+	return true, nil
+}
+
+// uninstallAndWait uninstalls the release keeping its last revision, marked
+// uninstalled, whose manifest names the objects to wait for; once none of
+// them is left it purges the history. While some remain, it names them in
+// out.DeletionPending.
+func (r *Reconciler) uninstallAndWait(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner, out *status.Outcome) error {
+	if err := runner.Uninstall(true); err != nil {
+		return err
+	}
+	st, err := release.Observe(runner.Client, runner.Name)
+	if err != nil || st.Latest == nil {
+		return err
+	}
+	refs, err := readiness.ObjectsFromManifest(st.Latest.Manifest, obj.GetNamespace(), r.opts.RESTMapper)
+	if err != nil {
+		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionUninstall,
+			Summary: fmt.Sprintf("Reading the objects of uninstalled release %s failed", runner.Name), Err: err}
+	}
+	left, err := r.lingering(ctx, refs)
+	if err != nil {
+		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionUninstall,
+			Summary: fmt.Sprintf("Checking that the objects of release %s are gone failed", runner.Name), Err: err}
+	}
+	if len(left) > 0 {
+		names := strings.Join(left[:min(len(left), maxLingeringNames)], ", ")
+		if more := len(left) - maxLingeringNames; more > 0 {
+			names += fmt.Sprintf(" and %d more", more)
+		}
+		out.DeletionPending = fmt.Sprintf("Waiting for %d objects of release %s to be deleted: %s", len(left), runner.Name, names)
+		return nil
+	}
+	return runner.Uninstall(false)
+}
+
+// lingering returns "Kind/name" of each object of refs that still exists.
+// An object Helm keeps on uninstall (helm.sh/resource-policy: keep) is not
+// waited for.
+func (r *Reconciler) lingering(ctx context.Context, refs []readiness.ObjectRef) ([]string, error) {
+	var left []string
+	for _, ref := range refs {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(ref.GroupVersionKind())
+		err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, err
+		case m.GetAnnotations()["helm.sh/resource-policy"] == "keep":
+			continue
+		}
+		left = append(left, ref.Kind+"/"+ref.Name)
+	}
+	return left, nil
+}
+
+// keep lets the resource go without uninstalling its release. The
+// resource's owner references come off the release's objects and Helm's
+// release Secrets first: helm-operator-plugins' client puts one on each, and
+// the garbage collector would otherwise delete them once the resource is gone.
+func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner) (bool, error) {
+	st, err := release.Observe(runner.Client, runner.Name)
+	if err != nil {
+		return false, err
+	}
+	n, err := r.disown(ctx, obj, st)
+	if err != nil {
+		return false, &release.Error{Reason: status.ReasonReconcileError,
+			Summary: fmt.Sprintf("Keeping release %s: taking the resource's owner references off its objects failed", runner.Name), Err: err}
+	}
+	note := fmt.Sprintf("Release %s was not uninstalled (%s: \"false\"); there is no release to keep", runner.Name, AnnotationUninstallOnDelete)
+	if st.Latest != nil {
+		note = fmt.Sprintf("Release %s was kept (%s: \"false\"): its history and its objects stay, %d of them released from the resource's ownership",
+			runner.Name, AnnotationUninstallOnDelete, n)
+	}
+	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseKept, "Delete", "%s", note)
+	return r.removeFinalizer(ctx, obj, "The release was kept")
+}
+
+// disown removes obj's owner references from the objects of the release's
+// deployed and latest revisions and from the release's storage Secrets, and
+// returns how many objects it changed. Other owner references stay.
+func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured, st release.State) (int, error) {
+	var metas []*metav1.PartialObjectMetadata
+	seen := map[readiness.ObjectRef]bool{}
+	var manifests []string
+	for _, rel := range []*helmrelease.Release{st.Deployed, st.Latest} {
+		if rel != nil {
+			manifests = append(manifests, rel.Manifest)
+		}
+	}
+	for _, manifest := range manifests {
+		refs, err := readiness.ObjectsFromManifest(manifest, obj.GetNamespace(), r.opts.RESTMapper)
+		if err != nil {
+			return 0, err
+		}
+		for _, ref := range refs {
+			if seen[ref] {
+				continue
+			}
+			seen[ref] = true
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(ref.GroupVersionKind())
+			err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("reading %s: %w", ref, err)
+			}
+			metas = append(metas, m)
+		}
+	}
+	// Helm's storage: one Secret per revision, labelled owner=helm, name=<release>.
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.opts.Reader.List(ctx, secrets, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{"owner": "helm", "name": obj.GetName()}); err != nil {
+		return 0, fmt.Errorf("listing the release's storage Secrets: %w", err)
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		metas = append(metas, s)
+	}
+	n := 0
+	for _, m := range metas {
+		changed, err := r.dropOwner(ctx, m, obj.GetUID())
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// dropOwner removes the owner reference to uid from m, with an optimistic
+// lock so that a concurrent change to the owner references is not lost.
+func (r *Reconciler) dropOwner(ctx context.Context, m *metav1.PartialObjectMetadata, uid types.UID) (bool, error) {
+	refs := m.GetOwnerReferences()
+	kept := make([]metav1.OwnerReference, 0, len(refs))
+	for _, ref := range refs {
+		if ref.UID != uid {
+			kept = append(kept, ref)
+		}
+	}
+	if len(kept) == len(refs) {
+		return false, nil
+	}
+	base := m.DeepCopy()
+	m.SetOwnerReferences(kept)
+	if err := r.opts.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("removing the owner reference from %s %s: %w", m.Kind, m.GetName(), err)
 	}
 	return true, nil
 }

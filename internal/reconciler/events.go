@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,7 +26,15 @@ const (
 	// EventUninstallSkipped: the resource was deleted without uninstalling a
 	// release that is not its own.
 	EventUninstallSkipped = "UninstallSkipped"
+	// EventDriftCorrected: a re-apply restored objects that were changed or deleted.
+	EventDriftCorrected = "DriftCorrected"
+	// EventReleaseKept: the resource was deleted with
+	// helmapp.io/uninstall-on-delete: "false"; its release stays.
+	EventReleaseKept = "ReleaseKept"
 )
+
+// maxDriftNames bounds the objects a DriftCorrected event names.
+const maxDriftNames = 5
 
 // maxEventNote bounds an event's note; the API server refuses notes over 1 KiB.
 const maxEventNote = 1000
@@ -71,4 +80,18 @@ func (r *Reconciler) adoptedEvent(obj *unstructured.Unstructured, st release.Sta
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseAdopted, "Adopt",
 		"Adopted release %s revision %d: it is now managed by this resource and uninstalled when it is deleted",
 		st.Latest.Name, st.Latest.Version)
+}
+
+// driftEvent emits the Normal event naming the objects a re-apply restored;
+// none when nothing drifted.
+func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drifted []string) {
+	if len(drifted) == 0 {
+		return
+	}
+	names := strings.Join(drifted[:min(len(drifted), maxDriftNames)], ", ")
+	if more := len(drifted) - maxDriftNames; more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
+		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, names), maxEventNote))
 }

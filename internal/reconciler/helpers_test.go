@@ -65,15 +65,42 @@ type env struct {
 	// failStorageQuery makes Helm's storage fail to list releases;
 	// failStorageUpdate makes it fail to update one.
 	failStorageQuery, failStorageUpdate atomic.Bool
-	logs                                *syncBuffer
+	// objectWrites counts the operator's creates and patches of objects
+	// other than the watched resources (the releases' objects).
+	objectWrites atomic.Int64
+	logs         *syncBuffer
 }
 
 func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 	t.Helper()
+	return newEnvWatches(t, testWatches(t), mutate...)
+}
+
+// watchesWith is testWatches with fields added to every entry.
+func watchesWith(t *testing.T, fields string) string {
+	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tu.WatchesFile(t, `
+- {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx, `+fields+`}
+- {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx, `+fields+`}
+- {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+`, `+fields+`}
+`)
+}
+
+// ownKind tells whether obj is one of the watched resources.
+func ownKind(obj client.Object) bool {
+	return strings.HasSuffix(obj.GetObjectKind().GroupVersionKind().Group, "helmapp.io")
+}
+
+// newEnvWatches is newEnv with the watches file at watchesPath.
+func newEnvWatches(t *testing.T, watchesPath string, mutate ...func(*operator.Config)) *env {
+	t.Helper()
 	e := &env{t: t, c: tu.Client(t, cfg), logs: &syncBuffer{}}
 	e.ns = tu.Namespace(t, e.c, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:min(20, len(t.Name()))])
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
-	tu.StartOperator(t, cfg, testWatches(t), []string{e.ns}, func(c *operator.Config) {
+	tu.StartOperator(t, cfg, watchesPath, []string{e.ns}, func(c *operator.Config) {
 		c.Logger = &logger
 		c.RetryBase, c.RetryMax = 200*time.Millisecond, 2*time.Second
 		c.WrapClient = func(cl client.Client) client.Client {
@@ -81,6 +108,18 @@ func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					e.gets.Add(1)
 					return cl.Get(ctx, key, obj, opts...)
+				},
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if !ownKind(obj) {
+						e.objectWrites.Add(1)
+					}
+					return cl.Create(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if !ownKind(obj) {
+						e.objectWrites.Add(1)
+					}
+					return cl.Patch(ctx, obj, patch, opts...)
 				},
 				SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 					if f := e.statusPatchFault.Load(); f != nil {

@@ -217,14 +217,6 @@ func (e *env) sameHistory(name string, want []*helmrelease.Release) {
 	}
 }
 
-func (e *env) waitGone(gvk schema.GroupVersionKind, name string) {
-	e.t.Helper()
-	tu.Eventually(e.t, time.Minute, gvk.Kind+" "+name+" to be deleted", func() (bool, string) {
-		_, err := tu.Get(e.t, e.c, gvk, e.ns, name)
-		return apierrors.IsNotFound(err), "still there"
-	})
-}
-
 func (e *env) countEvents(u *unstructured.Unstructured, reason string) int {
 	n := 0
 	for _, ev := range e.events(u) {

@@ -33,7 +33,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "web"}, dep); err != nil {
 		t.Fatal(err)
 	}
-	writes, gets := e.statusPatches.Load(), e.gets.Load()
+	writes, gets, objectWrites := e.statusPatches.Load(), e.gets.Load(), e.objectWrites.Load()
 	// The operator's own writes do not wake it up again.
 	time.Sleep(2 * time.Second)
 	if n := e.gets.Load() - gets; n != 0 {
@@ -50,6 +50,9 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	time.Sleep(time.Second)
 	if n := e.statusPatches.Load() - writes; n != 0 {
 		t.Errorf("%d status writes for reconciles that changed nothing", n)
+	}
+	if n := e.objectWrites.Load() - objectWrites; n != 0 {
+		t.Errorf("%d writes to the release's objects for re-applies that found no drift", n)
 	}
 	if h := history(t, e.ns, "web"); len(h) != 1 {
 		t.Errorf("%d Helm revisions, want 1", len(h))

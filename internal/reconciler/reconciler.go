@@ -61,6 +61,13 @@ type Options struct {
 	// may take to become ready before the resource is Stalled; 0: no limit.
 	ReadinessTimeout time.Duration
 
+	// Remediation says what follows a failed install or upgrade (watches.yaml
+	// installRemediation, upgradeRemediation).
+	Remediation release.Remediation
+	// UninstallWait keeps a deleted resource's finalizer until the objects of
+	// its release are gone (watches.yaml uninstallWait).
+	UninstallWait bool
+
 	// RetryBase and RetryMax bound the backoff of retryable failures: the
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
 	// RetryMax. Zero means 1s and 5m.
@@ -158,6 +165,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if gone {
 			r.gate.release(obj.GetUID())
 		}
+		if err == nil && out.DeletionPending != "" {
+			return ctrl.Result{RequeueAfter: deletionPoll}, nil
+		}
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 
@@ -167,6 +177,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 	out.Initialized = true
+	if _, err := uninstallOnDelete(obj); err != nil {
+		// Say so now rather than when the resource is deleted.
+		return r.failed(ctx, obj, prev, &out, err, redactor), nil
+	}
 
 	if err := r.reconcileRelease(ctx, obj, prev, &out); err != nil {
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
@@ -287,7 +301,8 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 			ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
 		}
 	}
-	result, err := runner.Run(plan, before, vals)
+	result, err := runner.Run(ctx, plan, before, vals)
+	r.driftEvent(obj, runner.Name, result.Drifted)
 	out.Action, out.DeployedBy = result.Action, result.DeployedBy
 	if result.Observed {
 		out.Deployed = release.Describe(result.State.Deployed)
@@ -332,7 +347,8 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 	return &release.Runner{
 		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
-		Owner: release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
+		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
+		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
 	}, nil
 }
 

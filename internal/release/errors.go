@@ -21,13 +21,20 @@ type Error struct {
 	Summary string
 	// Err is the underlying error, typically Helm's.
 	Err error
+	// Remedy says what the operator did about the failure, by the watch's
+	// remediation setting ("rolled back to revision 2"); it ends the message.
+	Remedy string
 }
 
 func (e *Error) Error() string {
-	if e.Err == nil {
-		return e.Summary
+	msg := e.Summary
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
 	}
-	return e.Summary + ": " + e.Err.Error()
+	if e.Remedy != "" {
+		msg += "; " + e.Remedy
+	}
+	return msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -38,9 +45,23 @@ func (e *Error) Failure() *status.Failure {
 		Reason:        e.Reason,
 		Action:        e.Action,
 		Revision:      e.Revision,
-		Message:       e.Error(),
+		Message:       e.message(),
 		StalledReason: e.StalledReason,
 	}
+}
+
+// message is Error() bounded so that the remedy, which ends it, survives
+// the status' bound on message length.
+func (e *Error) message() string {
+	if e.Remedy == "" {
+		return e.Error()
+	}
+	suffix := "; " + e.Remedy
+	base := e.Summary
+	if e.Err != nil {
+		base += ": " + e.Err.Error()
+	}
+	return status.Bound(base, status.MaxMessageLength-len(suffix)) + suffix
 }
 
 // AsFailure classifies any error: an *Error keeps its reason, anything else

@@ -19,6 +19,15 @@ func (r *Runner) install(plan Plan, before State, vals map[string]any) error {
 	if err := ValidateValues(r.Chart, vals, summary); err != nil {
 		return withAction(err, status.ReasonInstallError, status.ActionInstall)
 	}
+	if plan == PlanRetryInstall && r.Remediation.UninstallFailedInstall {
+		// A failed install left before (the remediation failed, or was
+		// turned on since): uninstall it so that this attempt starts afresh.
+		if err := r.uninstall(false); err != nil {
+			return &Error{Reason: status.ReasonInstallError, Action: status.ActionInstall,
+				Summary: fmt.Sprintf("Uninstalling the failed install of release %s before installing it again failed", r.Name), Err: err}
+		}
+		plan = PlanInstall
+	}
 	var err error
 	if plan == PlanRetryInstall {
 		_, err = r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {

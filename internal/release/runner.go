@@ -1,10 +1,12 @@
 package release
 
 import (
+	"context"
 	"fmt"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/chart"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -27,14 +29,24 @@ type Runner struct {
 	Owner Owner
 	// MaxHistory bounds the kept revisions on upgrade.
 	MaxHistory int
+	// Remediation says what follows a failed install or upgrade.
+	Remediation Remediation
+	// Kube writes the release's objects when a re-apply corrects their drift;
+	// KubeReader reads them, uncached.
+	Kube       client.Client
+	KubeReader client.Reader
 }
 
 // Result is what running a plan did.
 type Result struct {
 	// Action is the status action attempted (status.ActionInstall, ...).
 	Action string
-	// DeployedBy is the action that deployed a new revision, empty when none did.
+	// DeployedBy is the action that deployed a new revision, empty when none
+	// did; status.ActionRollback when a failed upgrade was rolled back.
 	DeployedBy string
+	// Drifted names the objects a re-apply found changed or deleted and
+	// restored ("Deployment web (changed)").
+	Drifted []string
 	// State is Helm's storage read back after the action, the truth for status;
 	// Observed is false when it could not be read back.
 	State    State
@@ -56,6 +68,9 @@ func (r *Runner) ProgressMessage(plan Plan, st State) string {
 		}
 		return fmt.Sprintf("Installing release %s at revision %d", r.Name, next)
 	case PlanRetryInstall:
+		if r.Remediation.UninstallFailedInstall {
+			return fmt.Sprintf("Uninstalling the failed install of release %s and installing it again at revision 1", r.Name)
+		}
 		return fmt.Sprintf("Retrying the failed install of release %s at revision %d", r.Name, next)
 	case PlanUpgrade:
 		return fmt.Sprintf("Upgrading release %s to revision %d", r.Name, next)
@@ -66,7 +81,7 @@ func (r *Runner) ProgressMessage(plan Plan, st State) string {
 // Run validates the values, runs the action plan calls for and, after an
 // install or upgrade, reads Helm's storage back. On failure the returned error is an *Error whose Revision is
 // the revision Helm stored for the attempt, if it stored one.
-func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, error) {
+func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[string]any) (Result, error) {
 	var res Result
 	var err error
 	switch plan {
@@ -81,7 +96,9 @@ func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, erro
 		// the steady-state reconcile lists release storage once, not twice.
 		res.Action = status.ActionReconcile
 		res.State, res.Observed = before, true
-		return res, r.reapply(before)
+		var err error
+		res.Drifted, err = r.reapply(ctx, before)
+		return res, err
 	case PlanPending:
 		res.State, res.Observed = before, true
 		return res, r.pending(before)
@@ -98,8 +115,11 @@ func (r *Runner) Run(plan Plan, before State, vals map[string]any) (Result, erro
 	}
 	res.State, res.Observed = after, true
 	if err != nil {
-		if e, ok := err.(*Error); ok && e.Revision == 0 {
-			e.Revision = storedRevision(before, after)
+		if e, ok := err.(*Error); ok {
+			if e.Revision == 0 {
+				e.Revision = storedRevision(before, after)
+			}
+			r.remediate(&res, after, e)
 		}
 		return res, err
 	}

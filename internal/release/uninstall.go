@@ -5,19 +5,22 @@ import (
 	"fmt"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// Uninstall removes the release's objects and its history. A release that is
-// already gone is a success.
+// Uninstall removes the release's objects and, unless keepHistory, its
+// history; with keepHistory the revision stays, marked uninstalled, so that
+// its manifest still names the objects (see Lingering), and a later
+// Uninstall(false) purges it. A release that is already gone is a success.
 //
 // On failure it returns an *Error with reason UninstallError. Helm reports a
 // failed deletion of objects only as "failed to delete release" and writes the
 // objects' errors to its log; Uninstall keeps that log line as the cause, so
 // the status says which object could not be deleted and why.
-func (r *Runner) Uninstall() error {
+func (r *Runner) Uninstall(keepHistory bool) error {
 	cfg := r.Client.Config()
 	var cause string
 	if cfg != nil && cfg.Log != nil {
@@ -30,8 +33,8 @@ func (r *Runner) Uninstall() error {
 		}
 		defer func() { cfg.Log = forward }()
 	}
-	_, err := r.Client.Uninstall(r.Name)
-	if err == nil || errors.Is(err, driver.ErrReleaseNotFound) {
+	err := r.uninstall(keepHistory)
+	if err == nil {
 		return nil
 	}
 	if cause != "" {
@@ -41,4 +44,17 @@ func (r *Runner) Uninstall() error {
 	}
 	return &Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
 		Summary: fmt.Sprintf("Uninstall of release %s failed", r.Name), Err: err}
+}
+
+// uninstall runs Helm's uninstall; a release already gone, or already
+// uninstalled when keeping history, is a success.
+func (r *Runner) uninstall(keepHistory bool) error {
+	_, err := r.Client.Uninstall(r.Name, func(u *action.Uninstall) error {
+		u.KeepHistory = keepHistory
+		return nil
+	})
+	if errors.Is(err, driver.ErrReleaseNotFound) || (keepHistory && err != nil && strings.Contains(err.Error(), "is already deleted")) {
+		return nil
+	}
+	return err
 }

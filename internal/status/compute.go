@@ -35,6 +35,9 @@ type Outcome struct {
 	Action string
 	// Uninstalled is true when the release is gone after a deletion.
 	Uninstalled bool
+	// DeletionPending, set with Uninstalled, says which objects of the
+	// uninstalled release are not gone yet (uninstallWait): the finalizer stays.
+	DeletionPending string
 
 	// Err is the failure of this reconcile; nil when it succeeded.
 	Err *Failure
@@ -227,6 +230,8 @@ func (c conditionSetter) deployed(prev Status, o Outcome) {
 		switch {
 		case o.DeployedBy == ActionInstall:
 			reason = ReasonInstallSuccessful
+		case o.DeployedBy == ActionRollback:
+			reason = ReasonRollbackSuccessful
 		case o.DeployedBy == "":
 			// Nothing was deployed by this reconcile: keep the reason of the
 			// reconcile that did, when the condition still describes this revision.
@@ -329,6 +334,10 @@ func (c conditionSetter) stalledAndReconciling(o Outcome) {
 			return
 		}
 		c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "The resource is not stalled")
+		if o.DeletionPending != "" {
+			c.set(TypeReconciling, metav1.ConditionTrue, ReasonDeleting, o.DeletionPending)
+			return
+		}
 		msg := "The resource is reconciled"
 		if d := c.s.DeployedRelease; d != nil {
 			msg = fmt.Sprintf("Release %s revision %d is reconciled", d.Name, d.Revision)

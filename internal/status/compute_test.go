@@ -102,6 +102,40 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a failed upgrade rolled back: the rollback's revision is deployed, the failure stands",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(3),
+			DeployedBy: ActionRollback, Action: ActionUpgrade, RetryAfter: time.Second,
+			Err: &Failure{Reason: ReasonUpgradeError, Action: ActionUpgrade, Revision: 2,
+				Message: "Upgrade of release web to revision 2 failed: denied; rolled back to revision 1"}},
+		want: want{TypeReady: "False/UpgradeError", TypeDeployed: "True/RollbackSuccessful",
+			TypeReleaseFailed: "True/UpgradeError", TypeReconciling: "True/Retrying", TypeStalled: "False/NotStalled"},
+		check: func(t *testing.T, s Status) {
+			if s.DeployedRelease.Revision != 3 || s.FailedRelease.Revision != 2 || s.Failures != 1 ||
+				!strings.HasSuffix(s.FailedRelease.Message, "; rolled back to revision 1") {
+				t.Errorf("deployed %+v failed %+v failures %d", s.DeployedRelease, s.FailedRelease, s.Failures)
+			}
+		},
+	}, {
+		name: "an annotation that does not parse stalls the resource",
+		prev: installed,
+		out: Outcome{Generation: 1, Now: now, Initialized: true,
+			Err: &Failure{Reason: ReasonInvalidAnnotation, StalledReason: ReasonInvalidAnnotation, Message: "The annotation x is not a boolean"}},
+		want: want{TypeReady: "False/InvalidAnnotation", TypeStalled: "True/InvalidAnnotation",
+			TypeIrreconcilable: "True/InvalidAnnotation", TypeReconciling: "False/Stalled", TypeDeployed: "True/InstallSuccessful"},
+	}, {
+		name: "uninstalled, waiting for the release's objects to go",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, Deleting: true, DeployedKnown: true, Uninstalled: true,
+			Action: ActionUninstall, DeletionPending: "Waiting for 1 objects of release web to be deleted: ConfigMap/web"},
+		want: want{TypeReady: "Unknown/Deleting", TypeReconciling: "True/Deleting", TypeDeployed: "False/UninstallSuccessful",
+			TypeReleaseFailed: "False/UninstallSuccessful", TypeStalled: "False/NotStalled"},
+		check: func(t *testing.T, s Status) {
+			if c := meta.FindStatusCondition(s.Conditions, TypeReconciling); !strings.HasPrefix(c.Message, "Waiting for 1 objects") {
+				t.Errorf("Reconciling message %q", c.Message)
+			}
+		},
+	}, {
 		name: "fixing the spec recovers; the failure is kept for inspection",
 		prev: func() Status {
 			return Compute(installed(), Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true,

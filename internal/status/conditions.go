@@ -35,6 +35,9 @@ const (
 	ReasonInstallSuccessful   = "InstallSuccessful"
 	ReasonUpgradeSuccessful   = "UpgradeSuccessful"
 	ReasonUninstallSuccessful = "UninstallSuccessful"
+	// ReasonRollbackSuccessful: Deployed=True with the revision that rolled a
+	// failed upgrade back (upgradeRemediation: rollback).
+	ReasonRollbackSuccessful = "RollbackSuccessful"
 	// ReasonNotDeployed: Deployed=False because no release has been deployed yet.
 	ReasonNotDeployed = "NotDeployed"
 	// ReasonUninstalling: Deployed=False while an uninstall that failed part-way is retried.
@@ -101,6 +104,9 @@ const (
 	ReasonSucceeded = "Succeeded"
 	// ReasonStalled: Reconciling=False because the resource is stalled.
 	ReasonStalled = "Stalled"
+	// ReasonInvalidAnnotation: Stalled=True (and Irreconcilable=True), an
+	// annotation of the resource has a value that does not parse.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
 )
 
 // Action names recorded in failedRelease.action.
@@ -109,6 +115,8 @@ const (
 	ActionUpgrade   = "upgrade"
 	ActionUninstall = "uninstall"
 	ActionReconcile = "reconcile"
+	// ActionRollback is the remediation of a failed upgrade (Outcome.DeployedBy only).
+	ActionRollback = "rollback"
 )
 
 // OwnedConditionTypes are the condition types this operator writes. Conditions of

@@ -28,7 +28,26 @@ type Watch struct {
 	// deployment the release's objects may take to become ready before the
 	// resource is reported Stalled.
 	ReadinessTimeout *metav1.Duration
+	// UpgradeRemediation is what follows a failed upgrade: UpgradeRemediationNone
+	// (the failed revision stays on top of the deployed one) or
+	// UpgradeRemediationRollback (roll back to the last deployed revision).
+	UpgradeRemediation string
+	// InstallRemediation is what follows a failed install:
+	// InstallRemediationNone (the next attempt upgrades over it) or
+	// InstallRemediationUninstall (uninstall it; the next attempt is a fresh install).
+	InstallRemediation string
+	// UninstallWait keeps a deleted resource's finalizer until the objects of
+	// its release are gone, not only until Helm issued their deletion.
+	UninstallWait bool
 }
+
+// Remediation settings of a watch entry.
+const (
+	UpgradeRemediationNone      = "none"
+	UpgradeRemediationRollback  = "rollback"
+	InstallRemediationNone      = "none"
+	InstallRemediationUninstall = "uninstall"
+)
 
 // entry mirrors the file's format for the strict pass.
 type entry struct {
@@ -42,6 +61,9 @@ type entry struct {
 	MaxConcurrentReconciles *int                  `json:"maxConcurrentReconciles,omitempty"`
 	Selector                *metav1.LabelSelector `json:"selector,omitempty"`
 	ReadinessTimeout        *metav1.Duration      `json:"readinessTimeout,omitempty"`
+	UpgradeRemediation      *string               `json:"upgradeRemediation,omitempty"`
+	InstallRemediation      *string               `json:"installRemediation,omitempty"`
+	UninstallWait           *bool                 `json:"uninstallWait,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -83,7 +105,11 @@ func parse(raw []byte) ([]Watch, error) {
 	}
 	out := make([]Watch, len(loaded))
 	for i := range loaded {
-		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: entries[i].ReadinessTimeout}
+		e := entries[i]
+		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: e.ReadinessTimeout,
+			UpgradeRemediation: orDefault(e.UpgradeRemediation, UpgradeRemediationNone),
+			InstallRemediation: orDefault(e.InstallRemediation, InstallRemediationNone),
+			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait}
 	}
 	return out, nil
 }
@@ -112,6 +138,12 @@ func validate(e entry) error {
 	case e.ReadinessTimeout != nil && e.ReadinessTimeout.Duration < 0:
 		return fmt.Errorf("%s: field readinessTimeout must not be negative, got %s", name, e.ReadinessTimeout.Duration)
 	}
+	if err := oneOf(name, "upgradeRemediation", e.UpgradeRemediation, UpgradeRemediationNone, UpgradeRemediationRollback); err != nil {
+		return err
+	}
+	if err := oneOf(name, "installRemediation", e.InstallRemediation, InstallRemediationNone, InstallRemediationUninstall); err != nil {
+		return err
+	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
 			return fmt.Errorf("%s: field selector: %w", name, err)
@@ -123,6 +155,26 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field chart: %s is neither a chart directory nor a .tgz archive", name, e.Chart)
 	}
 	return nil
+}
+
+// oneOf checks that the enum field, when set, has one of the allowed values.
+func oneOf(entry, field string, v *string, allowed ...string) error {
+	if v == nil {
+		return nil
+	}
+	for _, a := range allowed {
+		if *v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: field %s must be one of %s, got %q", entry, field, strings.Join(allowed, ", "), *v)
+}
+
+func orDefault(v *string, def string) string {
+	if v == nil {
+		return def
+	}
+	return *v
 }
 
 // Period returns the watch's reconcile period, or def when unset.
@@ -162,7 +214,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

@@ -57,6 +57,21 @@ func TestLoadGoodFile(t *testing.T) {
 	if !*w.WatchDependentResources {
 		t.Errorf("watchDependentResources should default to true")
 	}
+	if w.UpgradeRemediation != UpgradeRemediationNone || w.InstallRemediation != InstallRemediationNone || w.UninstallWait {
+		t.Errorf("remediation defaults: upgrade %q install %q uninstallWait %v", w.UpgradeRemediation, w.InstallRemediation, w.UninstallWait)
+	}
+}
+
+func TestLoadRemediationAndUninstallWait(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART, upgradeRemediation: rollback, installRemediation: uninstall, uninstallWait: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ws[0]; w.UpgradeRemediation != UpgradeRemediationRollback || w.InstallRemediation != InstallRemediationUninstall || !w.UninstallWait {
+		t.Errorf("loaded upgrade %q install %q uninstallWait %v", w.UpgradeRemediation, w.InstallRemediation, w.UninstallWait)
+	}
 }
 
 func TestLoadBadFilesNameEntryAndField(t *testing.T) {
@@ -69,6 +84,9 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},
 		{"duplicate kind", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "duplicate GVK"},
+		{"bad upgradeRemediation", "- {group: g, version: v1, kind: A, chart: CHART, upgradeRemediation: uninstall}", `entry 1: (g/v1 A): field upgradeRemediation must be one of none, rollback, got "uninstall"`},
+		{"bad installRemediation", "- {group: g, version: v1, kind: A, chart: CHART, installRemediation: rollback}", `entry 1: (g/v1 A): field installRemediation must be one of none, uninstall, got "rollback"`},
+		{"uninstallWait not a bool", "- {group: g, version: v1, kind: A, chart: CHART, uninstallWait: sometimes}", "entry 1: field uninstallWait: json: cannot unmarshal string"},
 		{"empty", "[]", "has no entries"},
 		{"not a list", "group: g", "must be a list of entries"},
 	}

@@ -1,0 +1,169 @@
+package release
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// manifestObjects decodes the objects of a release manifest, in its order,
+// with the items of List kinds in their place. A namespaced object without a
+// namespace gets ns, the release's; a kind the client cannot map is taken as
+// namespaced.
+func manifestObjects(manifest, ns string, c client.Client) ([]*unstructured.Unstructured, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
+	var out []*unstructured.Unstructured
+	for n := 1; ; n++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading document %d of the manifest: %w", n, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+			return nil, fmt.Errorf("decoding document %d of the manifest: %w", n, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		items := []*unstructured.Unstructured{u}
+		if u.IsList() {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("decoding the items of document %d of the manifest: %w", n, err)
+			}
+			items = items[:0]
+			for i := range list.Items {
+				items = append(items, &list.Items[i])
+			}
+		}
+		for _, item := range items {
+			if namespaced, err := c.IsObjectNamespaced(item); err != nil || namespaced {
+				if item.GetNamespace() == "" {
+					item.SetNamespace(ns)
+				}
+			} else {
+				item.SetNamespace("")
+			}
+			normalizeSecret(item)
+			out = append(out, item)
+		}
+	}
+}
+
+// normalizeSecret moves a Secret's stringData into data, base64-encoded, as
+// the API server stores it: the live Secret has no stringData, so comparing
+// it with the manifest as written would find drift every time.
+func normalizeSecret(u *unstructured.Unstructured) {
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return
+	}
+	sd, ok, _ := unstructured.NestedStringMap(u.Object, "stringData")
+	if !ok {
+		return
+	}
+	data, _, _ := unstructured.NestedMap(u.Object, "data")
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range sd {
+		data[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
+	_ = unstructured.SetNestedMap(u.Object, data, "data")
+	unstructured.RemoveNestedField(u.Object, "stringData")
+}
+
+// driftPatch returns the patch that makes live hold every field want sets
+// again, or nil when live still holds them all: the object did not drift.
+// Fields want does not set (defaults, status, what other controllers add)
+// are left alone. Kinds client-go knows get a strategic merge patch, so lists
+// with merge keys (containers, ports) are compared element by element; other
+// kinds (custom resources) a JSON merge patch.
+func driftPatch(want, live *unstructured.Unstructured) (client.Patch, error) {
+	wantJSON, err := json.Marshal(want.Object)
+	if err != nil {
+		return nil, err
+	}
+	liveJSON, err := json.Marshal(live.Object)
+	if err != nil {
+		return nil, err
+	}
+	var patch []byte
+	pt := types.MergePatchType
+	if typed, err := scheme.Scheme.New(want.GroupVersionKind()); err == nil {
+		meta, err := strategicpatch.NewPatchMetaFromStruct(typed)
+		if err != nil {
+			return nil, err
+		}
+		// original = modified = want: nothing is deleted, only what want
+		// sets and live lacks or changed is patched back.
+		patch, err = strategicpatch.CreateThreeWayMergePatch(wantJSON, wantJSON, liveJSON, meta, true)
+		if err != nil {
+			return nil, err
+		}
+		if patch, err = withoutOrderDirectives(patch); err != nil {
+			return nil, err
+		}
+		pt = types.StrategicMergePatchType
+	} else if patch, err = jsonmergepatch.CreateThreeWayJSONMergePatch(wantJSON, wantJSON, liveJSON); err != nil {
+		return nil, err
+	}
+	if len(patch) == 0 || string(patch) == "{}" || string(patch) == "null" {
+		return nil, nil
+	}
+	return client.RawPatch(pt, patch), nil
+}
+
+// withoutOrderDirectives drops the $setElementOrder directives of a strategic
+// merge patch: the order of a list's elements is not a field the manifest
+// sets (a container injected by a webhook comes after the chart's), and a
+// patch made only of them changes nothing that drifted.
+func withoutOrderDirectives(patch []byte) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	var strip func(v any) any
+	strip = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if strings.HasPrefix(k, "$setElementOrder/") {
+					delete(v, k)
+					continue
+				}
+				e = strip(e)
+				if em, ok := e.(map[string]any); ok && len(em) == 0 {
+					delete(v, k)
+				} else {
+					v[k] = e
+				}
+			}
+		case []any:
+			for i := range v {
+				v[i] = strip(v[i])
+			}
+		}
+		return v
+	}
+	strip(m)
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(m)
+}
