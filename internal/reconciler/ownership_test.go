@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -238,4 +240,59 @@ func (e *env) helm(args ...string) string {
 		e.t.Fatal(err)
 	}
 	return out
+}
+
+// Helm's storage changed behind the operator's back (someone deleted the
+// release's Secrets) is noticed at once, not at the next reconcile period:
+// the resource installs its release again, adopting the objects still in
+// the cluster, including one the operator re-created after it was deleted.
+func TestLostReleaseStorageIsNoticed(t *testing.T) {
+	t.Parallel()
+	// A reconcile period longer than the test: only the storage watch can notice.
+	e := newEnv(t, func(c *operator.Config) { c.ReconcilePeriod = time.Hour })
+	ctx := context.Background()
+	e.create(tu.NginxGVK, "web", map[string]any{})
+	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	u := e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
+	if rev := nested(u, "status", "deployedRelease", "revision"); rev != int64(2) {
+		t.Fatalf("deployedRelease.revision = %v after the upgrade", rev)
+	}
+
+	// The Deployment is deleted and re-created by the operator, with Helm's
+	// ownership metadata.
+	old := e.deployment("web")
+	if err := e.c.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	var recreated *appsv1.Deployment
+	tu.Eventually(t, time.Minute, "the Deployment to be re-created", func() (bool, string) {
+		d := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "web"}, d); err != nil || d.UID == old.UID {
+			return false, fmt.Sprint(err)
+		}
+		recreated = d
+		return true, ""
+	})
+	if a := recreated.Annotations; a["meta.helm.sh/release-name"] != "web" || a["meta.helm.sh/release-namespace"] != e.ns ||
+		recreated.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("the re-created Deployment lacks Helm's ownership metadata: labels %v, annotations %v", recreated.Labels, a)
+	}
+
+	// The release's Secrets are deleted, as `kubectl delete secret -l owner=helm,name=web` does.
+	if err := e.c.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(e.ns), client.MatchingLabels{"owner": "helm", "name": "web"}); err != nil {
+		t.Fatal(err)
+	}
+	u = e.wait(tu.NginxGVK, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	if rev := nested(u, "status", "deployedRelease", "revision"); rev != int64(1) {
+		t.Errorf("deployedRelease.revision = %v after the release's storage was lost; want 1, installed again", rev)
+	}
+	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	h := history(t, e.ns, "web")
+	if len(h) != 1 || h[0].Info.Status != helmrelease.StatusDeployed || h[0].Labels[release.LabelOwnerUID] != string(u.GetUID()) {
+		t.Errorf("history after the reinstall: %d revisions", len(h))
+	}
+	if d := e.deployment("web"); d.UID != recreated.UID {
+		t.Errorf("the reinstall replaced the Deployment instead of adopting it")
+	}
 }
