@@ -28,7 +28,14 @@ type Watch struct {
 	// deployment the release's objects may take to become ready before the
 	// resource is reported Stalled.
 	ReadinessTimeout *metav1.Duration
+	// MaxRetries, our extension, bounds the consecutive failed installs and
+	// upgrades of one generation before the resource is Stalled
+	// (RetriesExhausted); nil means DefaultMaxRetries, 0 no bound.
+	MaxRetries *int
 }
+
+// DefaultMaxRetries is the maxRetries of a watch that sets none.
+const DefaultMaxRetries = 10
 
 // entry mirrors the file's format for the strict pass.
 type entry struct {
@@ -42,6 +49,7 @@ type entry struct {
 	MaxConcurrentReconciles *int                  `json:"maxConcurrentReconciles,omitempty"`
 	Selector                *metav1.LabelSelector `json:"selector,omitempty"`
 	ReadinessTimeout        *metav1.Duration      `json:"readinessTimeout,omitempty"`
+	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -83,7 +91,7 @@ func parse(raw []byte) ([]Watch, error) {
 	}
 	out := make([]Watch, len(loaded))
 	for i := range loaded {
-		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: entries[i].ReadinessTimeout}
+		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: entries[i].ReadinessTimeout, MaxRetries: entries[i].MaxRetries}
 	}
 	return out, nil
 }
@@ -111,6 +119,8 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field reconcilePeriod must not be negative, got %s", name, e.ReconcilePeriod.Duration)
 	case e.ReadinessTimeout != nil && e.ReadinessTimeout.Duration < 0:
 		return fmt.Errorf("%s: field readinessTimeout must not be negative, got %s", name, e.ReadinessTimeout.Duration)
+	case e.MaxRetries != nil && *e.MaxRetries < 0:
+		return fmt.Errorf("%s: field maxRetries must not be negative (0 means no bound), got %d", name, *e.MaxRetries)
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -162,7 +172,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, maxRetries)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
@@ -179,4 +189,13 @@ func (w Watch) Readiness(def time.Duration) time.Duration {
 		return w.ReadinessTimeout.Duration
 	}
 	return def
+}
+
+// Retries returns the watch's maxRetries, or DefaultMaxRetries when unset;
+// 0 means no bound.
+func (w Watch) Retries() int {
+	if w.MaxRetries != nil {
+		return *w.MaxRetries
+	}
+	return DefaultMaxRetries
 }
