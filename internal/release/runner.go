@@ -24,6 +24,8 @@ type Runner struct {
 	Name, Namespace string
 	// MaxHistory bounds the kept revisions on upgrade.
 	MaxHistory int
+	// Options are the resource's per-action Helm options (its annotations).
+	Options HelmOptions
 }
 
 // Result is what running a plan did.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -30,7 +31,10 @@ func (r *Runner) Uninstall() error {
 		}
 		defer func() { cfg.Log = forward }()
 	}
-	_, err := r.Client.Uninstall(r.Name)
+	_, err := r.Client.Uninstall(r.Name, func(u *action.Uninstall) error {
+		r.Options.uninstall(u)
+		return nil
+	})
 	if err == nil || errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
