@@ -173,6 +173,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
 			RetryBase:          c.RetryBase,
 			RetryMax:           c.RetryMax,
+			MaxRetries:         w.Retries(),
 		})
 		if err != nil {
 			return nil, err
