@@ -20,6 +20,8 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 				"The metadata.generation of the latest Helm install or upgrade attempt."),
 			"failures": int64Prop(
 				"Consecutive failed attempts; a success resets it to zero."),
+			"lastHandledRetry": stringProp(
+				"The last value of the annotation helmapp.io/retry the operator acted on."),
 			"conditions":      conditionsSchema(),
 			"deployedRelease": deployedReleaseSchema(),
 			"failedRelease":   failedReleaseSchema(),

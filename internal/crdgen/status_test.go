@@ -13,6 +13,7 @@ func TestStatusSchema(t *testing.T) {
 		"observedGeneration":      "integer/int64",
 		"lastAttemptedGeneration": "integer/int64",
 		"failures":                "integer/int64",
+		"lastHandledRetry":        "string/",
 		"conditions":              "array/",
 		"deployedRelease":         "object/",
 		"failedRelease":           "object/",

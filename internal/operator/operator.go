@@ -185,6 +185,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 				UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
 			},
 			UninstallWait: w.UninstallWait,
+			MaxRetries:    w.Retries(),
 		})
 		if err != nil {
 			return nil, err

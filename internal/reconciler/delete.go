@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +23,7 @@ import (
 
 // AnnotationUninstallOnDelete, set to "false", lets a deleted resource go
 // without uninstalling its release: its history and its objects stay.
-const AnnotationUninstallOnDelete = "helmapp.io/uninstall-on-delete"
+const AnnotationUninstallOnDelete = release.AnnotationUninstallOnDelete
 
 // deletionPoll is how often a deletion waiting for the release's objects to
 // go (uninstallWait) looks again; their deletion also wakes it, through the
@@ -33,22 +32,6 @@ const deletionPoll = 5 * time.Second
 
 // maxLingeringNames bounds the objects the waiting message names.
 const maxLingeringNames = 5
-
-// uninstallOnDelete reads AnnotationUninstallOnDelete: true when it is
-// absent; a value that is not a boolean stalls the resource.
-func uninstallOnDelete(obj *unstructured.Unstructured) (bool, error) {
-	v, ok := obj.GetAnnotations()[AnnotationUninstallOnDelete]
-	if !ok {
-		return true, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return true, &release.Error{Reason: status.ReasonInvalidAnnotation, StalledReason: status.ReasonInvalidAnnotation,
-			Summary: fmt.Sprintf("The annotation %s has the value %q, which is not a boolean: set it to \"true\" or \"false\"",
-				AnnotationUninstallOnDelete, v)}
-	}
-	return b, nil
-}
 
 // delete uninstalls obj's release, writes the status that says so (for
 // whoever watches the resource go), and then removes the finalizer. It reports
@@ -62,10 +45,11 @@ func uninstallOnDelete(obj *unstructured.Unstructured) (bool, error) {
 func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) (gone bool, err error) {
 	out.Deleting = true
 	out.Initialized = true
-	uninstall, err := uninstallOnDelete(obj)
+	ann, err := release.ParseAnnotations(obj.GetAnnotations())
 	if err != nil {
 		return false, err
 	}
+	uninstall := ann.UninstallOnDelete
 	runner, err := r.runner(ctx, obj)
 	var notOurs string
 	if err == nil {

@@ -21,11 +21,6 @@ import (
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
 
-func (e *env) annotate(gvk schema.GroupVersionKind, name, key string, value any) {
-	e.t.Helper()
-	e.mergePatch(gvk, name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
-}
-
 func (e *env) waitGone(gvk schema.GroupVersionKind, name string) {
 	e.t.Helper()
 	tu.Eventually(e.t, 2*time.Minute, gvk.Kind+" "+name+" to be gone", func() (bool, string) {
@@ -69,7 +64,7 @@ func TestUninstallOnDeleteFalseKeepsTheRelease(t *testing.T) {
 	}
 
 	// A typo stalls the resource before and during its deletion.
-	e.annotate(tu.NginxGVK, "web", reconciler.AnnotationUninstallOnDelete, "nope")
+	e.annotate(tu.NginxGVK, "web", map[string]any{reconciler.AnnotationUninstallOnDelete: "nope"})
 	u := e.wait(tu.NginxGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonInvalidAnnotation)
 	expect(t, u, "Ready=False/InvalidAnnotation", "Irreconcilable=True/InvalidAnnotation", "Deployed=True/InstallSuccessful")
 	if msg := conditionMessage(u, status.TypeStalled); !strings.Contains(msg, reconciler.AnnotationUninstallOnDelete) || !strings.Contains(msg, `"nope"`) {
@@ -83,7 +78,7 @@ func TestUninstallOnDeleteFalseKeepsTheRelease(t *testing.T) {
 		t.Errorf("finalizers %v while the annotation is invalid", fs)
 	}
 
-	e.annotate(tu.NginxGVK, "web", reconciler.AnnotationUninstallOnDelete, "false")
+	e.annotate(tu.NginxGVK, "web", map[string]any{reconciler.AnnotationUninstallOnDelete: "false"})
 	e.waitGone(tu.NginxGVK, "web")
 	ev := e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventReleaseKept)
 	if !strings.Contains(ev.Message, "Release web was kept") {
@@ -124,7 +119,7 @@ func TestUninstallOnDeleteFalseKeepsTheRelease(t *testing.T) {
 // gone, saying which ones it waits for.
 func TestUninstallWaitKeepsTheFinalizerUntilObjectsAreGone(t *testing.T) {
 	t.Parallel()
-	e := newEnvWatches(t, watchesWith(t, "uninstallWait: true"))
+	e := newEnvWatching(t, testWatches(t, "uninstallWait: true"))
 	cr := e.create(gadgetGVK, "g", map[string]any{})
 	e.wait(gadgetGVK, "g", status.TypeReady, metav1.ConditionTrue, "")
 	const hold = "test.helmapp.io/hold"

@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
@@ -70,6 +71,27 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	}
 	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
 	got["blocked-uninstall"] = e.describe("nginx", "web")
+
+	// Out of retries: a watch with maxRetries 2, the upgrade denied twice.
+	ex := newEnvWatching(t, testWatches(t, "maxRetries: 2"))
+	ex.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
+	ex.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	ex.denyBigDeployments()
+	ex.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
+	ex.waitStatus(tu.NginxGVK, "web", "the retries to be exhausted", exhausted(2, "", 2))
+	got["retries-exhausted"] = ex.describe("nginx", "web")
+
+	// Paused, and the spec changed meanwhile.
+	p := newEnv(t)
+	p.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
+	p.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	p.annotate(tu.NginxGVK, "web", map[string]any{"helmapp.io/paused": "true"})
+	p.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(3)})
+	p.waitStatus(tu.NginxGVK, "web", "Paused to observe generation 2", func(u *unstructured.Unstructured) bool {
+		c := tu.Condition(u, status.TypePaused)
+		return c != nil && c.ObservedGeneration == 2
+	})
+	got["paused"] = p.describe("nginx", "web")
 
 	path := filepath.Join(tu.RepoRoot(), "docs", "status.md")
 	doc, err := os.ReadFile(path)

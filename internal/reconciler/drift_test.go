@@ -23,7 +23,7 @@ import (
 // re-apply, after both changes.
 func TestDriftIsCorrectedAndNamed(t *testing.T) {
 	t.Parallel()
-	e := newEnvWatches(t, watchesWith(t, "watchDependentResources: false"))
+	e := newEnvWatching(t, testWatches(t, "watchDependentResources: false"))
 	ctx := context.Background()
 	cr := e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
 	// Without dependent watches readiness is judged again only every

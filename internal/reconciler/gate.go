@@ -9,9 +9,12 @@ import (
 
 // retryGate holds back the retry of a failed resource until its backoff has
 // passed, whatever event wakes the controller in between (a change to one of
-// the release's objects, a resync): only a new generation — a changed spec or
-// a deletion — goes through at once. It lives in memory; a restarted operator
-// retries once straight away.
+// the release's objects, the operator's own status or finalizer write, a
+// resync, an unrelated annotation): only a new generation — a changed spec or
+// a deletion — or a new value of the retry annotation goes through at once.
+// A resource out of retries is held until one of those. It lives in memory;
+// a restarted operator retries once straight away, within the budget the
+// status persists.
 type retryGate struct {
 	mu  sync.Mutex
 	due map[types.UID]retryAt
@@ -19,28 +22,38 @@ type retryGate struct {
 
 type retryAt struct {
 	generation int64
-	at         time.Time
+	// retry is the value of the retry annotation when the failure happened.
+	retry string
+	// at is when the retry may go; zero means never (out of retries).
+	at time.Time
 }
 
-// wait returns how long the resource must still wait, 0 when it may go.
-func (g *retryGate) wait(uid types.UID, generation int64, now time.Time) time.Duration {
+// wait reports whether the resource must still wait, and for how long; the
+// duration is 0 for a resource held until it changes.
+func (g *retryGate) wait(uid types.UID, generation int64, retry string, now time.Time) (bool, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, ok := g.due[uid]
-	if !ok || r.generation != generation || !now.Before(r.at) {
-		return 0
+	switch {
+	case !ok || r.generation != generation || r.retry != retry:
+		return false, 0
+	case r.at.IsZero():
+		return true, 0
+	case !now.Before(r.at):
+		return false, 0
 	}
-	return r.at.Sub(now)
+	return true, r.at.Sub(now)
 }
 
-// hold records a failure of generation to be retried after delay.
-func (g *retryGate) hold(uid types.UID, generation int64, at time.Time) {
+// hold records a failure of generation, under the retry annotation value
+// retry, to be retried at at; the zero time holds it until it changes.
+func (g *retryGate) hold(uid types.UID, generation int64, retry string, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.due == nil {
 		g.due = map[types.UID]retryAt{}
 	}
-	g.due[uid] = retryAt{generation: generation, at: at}
+	g.due[uid] = retryAt{generation: generation, retry: retry, at: at}
 }
 
 // release forgets the resource after a success or its deletion.

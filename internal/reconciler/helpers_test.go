@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -37,17 +38,22 @@ var (
 
 // testWatches maps the product kinds to their charts, and two test kinds
 // whose specs the API server does not type: Widget to the nginx chart and
-// Gadget to a test chart whose failures can be switched on.
-func testWatches(t *testing.T) string {
+// Gadget to a test chart whose failures can be switched on. fields (e.g.
+// "maxRetries: 2") are added to every entry.
+func testWatches(t *testing.T, fields ...string) string {
 	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	more := ""
+	for _, f := range fields {
+		more += ", " + f
+	}
 	return tu.WatchesFile(t, `
-- {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx}
-- {group: web.helmapp.io, version: v1alpha1, kind: Echo, chart: helm-charts/echo}
-- {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx}
-- {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+`}
+- {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx`+more+`}
+- {group: web.helmapp.io, version: v1alpha1, kind: Echo, chart: helm-charts/echo`+more+`}
+- {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx`+more+`}
+- {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+more+`}
 `)
 }
 
@@ -69,24 +75,22 @@ type env struct {
 	// other than the watched resources (the releases' objects).
 	objectWrites atomic.Int64
 	logs         *syncBuffer
+	// stop stops the operator; start starts a new one, with the same configuration.
+	stop  func()
+	start func() func()
 }
 
 func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 	t.Helper()
-	return newEnvWatches(t, testWatches(t), mutate...)
+	return newEnvWatching(t, testWatches(t), mutate...)
 }
 
-// watchesWith is testWatches with fields added to every entry.
-func watchesWith(t *testing.T, fields string) string {
-	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tu.WatchesFile(t, `
-- {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx, `+fields+`}
-- {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx, `+fields+`}
-- {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+`, `+fields+`}
-`)
+// restart stops the operator and starts a new process in its place: nothing
+// held in memory survives, only what the cluster stores.
+func (e *env) restart() {
+	e.t.Helper()
+	e.stop()
+	e.stop = e.start()
 }
 
 // ownKind tells whether obj is one of the watched resources.
@@ -94,13 +98,24 @@ func ownKind(obj client.Object) bool {
 	return strings.HasSuffix(obj.GetObjectKind().GroupVersionKind().Group, "helmapp.io")
 }
 
-// newEnvWatches is newEnv with the watches file at watchesPath.
-func newEnvWatches(t *testing.T, watchesPath string, mutate ...func(*operator.Config)) *env {
+// newEnvWatching is newEnv with the watches file at watchesPath.
+func newEnvWatching(t *testing.T, watchesPath string, mutate ...func(*operator.Config)) *env {
 	t.Helper()
 	e := &env{t: t, c: tu.Client(t, cfg), logs: &syncBuffer{}}
 	e.ns = tu.Namespace(t, e.c, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:min(20, len(t.Name()))])
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
-	tu.StartOperator(t, cfg, watchesPath, []string{e.ns}, func(c *operator.Config) {
+	e.start = func() func() {
+		return tu.StartOperator(t, cfg, watchesPath, []string{e.ns}, e.configure(logger, mutate))
+	}
+	e.stop = e.start()
+	return e
+}
+
+// configure returns the operator configuration of the env: its logger, a
+// short backoff, and the wrapped client and storage driver the env's
+// counters and faults need.
+func (e *env) configure(logger logr.Logger, mutate []func(*operator.Config)) func(*operator.Config) {
+	return func(c *operator.Config) {
 		c.Logger = &logger
 		c.RetryBase, c.RetryMax = 200*time.Millisecond, 2*time.Second
 		c.WrapClient = func(cl client.Client) client.Client {
@@ -138,8 +153,7 @@ func newEnvWatches(t *testing.T, watchesPath string, mutate ...func(*operator.Co
 		for _, m := range mutate {
 			m(c)
 		}
-	})
-	return e
+	}
 }
 
 // noWatch lets the interceptor wrap the manager's client, which cannot watch.

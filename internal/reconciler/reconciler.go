@@ -72,6 +72,9 @@ type Options struct {
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
 	// RetryMax. Zero means 1s and 5m.
 	RetryBase, RetryMax time.Duration
+	// MaxRetries bounds the consecutive failed installs and upgrades of one
+	// generation before the resource is Stalled; 0 means no bound.
+	MaxRetries int
 }
 
 // Reconciler reconciles the resources of one kind into Helm releases.
@@ -104,6 +107,8 @@ func New(opts Options) (*Reconciler, error) {
 		return nil, errors.New("reconciler: Reader and RESTMapper are required")
 	case opts.ReconcilePeriod < 0:
 		return nil, fmt.Errorf("reconciler: ReconcilePeriod %s is negative", opts.ReconcilePeriod)
+	case opts.MaxRetries < 0:
+		return nil, fmt.Errorf("reconciler: MaxRetries %d is negative", opts.MaxRetries)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -125,8 +130,9 @@ func New(opts Options) (*Reconciler, error) {
 // leaves a truthful status on every exit: the status is computed from what the
 // reconcile observed and written once, in a deferred function, whatever the
 // path taken. A retryable failure is retried after a backoff that doubles
-// with each consecutive failure and is shown in the Reconciling condition; a
-// stalled resource is not retried until it changes.
+// with each consecutive failure and is shown in the Reconciling condition,
+// at most MaxRetries times per generation; a stalled resource is not retried
+// until it changes. A paused resource is left as it is (see hold).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.opts.GVK)
@@ -135,14 +141,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	now := r.opts.Now()
-	if wait := r.gate.wait(obj.GetUID(), obj.GetGeneration(), now); wait > 0 {
-		// A failure of this generation is backing off; the status already says so.
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-
 	prev := status.FromObject(obj)
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
-		ReadinessTimeout: r.opts.ReadinessTimeout}
+		ReadinessTimeout: r.opts.ReadinessTimeout, MaxRetries: r.opts.MaxRetries}
 	gone := false
 	defer func() {
 		if gone {
@@ -155,12 +156,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	redactor := r.redactor(obj)
+	if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		gone = true // not ours to finish; write nothing
+		return ctrl.Result{}, nil
+	}
+	ann, err := release.ParseAnnotations(obj.GetAnnotations())
+	if err != nil {
+		return r.failed(ctx, obj, prev, &out, err, redactor), nil
+	}
+	if held, after := r.hold(obj, prev, ann, &out); held {
+		return ctrl.Result{RequeueAfter: after}, nil
+	}
 	if !obj.GetDeletionTimestamp().IsZero() {
-		if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-			gone = true // not ours to finish; write nothing
-			return ctrl.Result{}, nil
-		}
-		var err error
 		gone, err = r.delete(ctx, obj, prev, &out)
 		if gone {
 			r.gate.release(obj.GetUID())
@@ -177,10 +184,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 	out.Initialized = true
-	if _, err := uninstallOnDelete(obj); err != nil {
-		// Say so now rather than when the resource is deleted.
-		return r.failed(ctx, obj, prev, &out, err, redactor), nil
-	}
 
 	if err := r.reconcileRelease(ctx, obj, prev, &out); err != nil {
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
@@ -234,10 +237,38 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		return ctrl.Result{}
 	}
 	r.event(obj, out.Err)
-	out.RetryAfter = r.backoff(prev.Failures + 1)
-	r.gate.hold(obj.GetUID(), obj.GetGeneration(), out.Now.Add(out.RetryAfter))
+	retry := obj.GetAnnotations()[release.AnnotationRetry]
+	if status.OutOfRetries(prev, *out) {
+		// Held until the spec or the retry annotation changes, even before
+		// the status that says so reaches the cache.
+		r.gate.hold(obj.GetUID(), obj.GetGeneration(), retry, time.Time{})
+		log.Info("Retries exhausted: no more attempts until the spec changes or the retry annotation is set to a new value",
+			"failures", status.Failures(prev, *out), "error", out.Err.Message)
+		return ctrl.Result{}
+	}
+	out.RetryAfter = r.backoff(status.Failures(prev, *out))
+	r.gate.hold(obj.GetUID(), obj.GetGeneration(), retry, out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
+}
+
+// hold tells whether this reconcile must run nothing, and when to look
+// again: while the resource is paused, while a failure of this generation
+// backs off, and once its retries are used up, until the spec changes or the
+// retry annotation gets a new value. Deletion is held by a pause too: the
+// release stays until the pause is lifted. It records in out what the held
+// status needs, and a new retry request, which starts a fresh budget.
+func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, out *status.Outcome) (bool, time.Duration) {
+	out.Paused, out.Deleting = ann.Paused, !obj.GetDeletionTimestamp().IsZero()
+	if ann.Retry != "" && ann.Retry != prev.LastHandledRetry {
+		out.Retry = ann.Retry
+	}
+	held, after := r.gate.wait(obj.GetUID(), obj.GetGeneration(), ann.Retry, out.Now.Time)
+	out.Held = ann.Paused || held || (out.Retry == "" && status.RetriesExhausted(prev, obj.GetGeneration()))
+	if ann.Paused {
+		after = 0 // removing the annotation wakes it up
+	}
+	return out.Held, after
 }
 
 // backoff is the delay before retrying the n-th consecutive failure.
@@ -344,11 +375,16 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
 			Summary: fmt.Sprintf("Getting the Helm client for release %s failed", obj.GetName()), Err: err}
 	}
+	ann, err := release.ParseAnnotations(obj.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
 	return &release.Runner{
 		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
 		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
 		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
+		Options: ann.Helm,
 	}, nil
 }
 

@@ -48,7 +48,7 @@ func slowRetries(c *operator.Config) { c.RetryBase, c.RetryMax = time.Hour, time
 // upgradeRemediation: rollback rolls a failed upgrade back, and says so.
 func TestUpgradeRemediationRollsBack(t *testing.T) {
 	t.Parallel()
-	e := newEnvWatches(t, watchesWith(t, "upgradeRemediation: rollback"), slowRetries)
+	e := newEnvWatching(t, testWatches(t, "upgradeRemediation: rollback"), slowRetries)
 	cr := e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	e.denyBigDeployments()
@@ -101,7 +101,7 @@ func TestUpgradeRemediationRollsBack(t *testing.T) {
 // bounded (helm-operator-plugins #224).
 func TestUpgradeRemediationDoesNotLoop(t *testing.T) {
 	t.Parallel()
-	e := newEnvWatches(t, watchesWith(t, "upgradeRemediation: rollback"))
+	e := newEnvWatching(t, testWatches(t, "upgradeRemediation: rollback"))
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	e.denyBigDeployments()
@@ -151,7 +151,7 @@ func TestUpgradeRemediationDoesNotLoop(t *testing.T) {
 // history, so that the next attempt is a fresh install at revision 1.
 func TestInstallRemediationUninstalls(t *testing.T) {
 	t.Parallel()
-	e := newEnvWatches(t, watchesWith(t, "installRemediation: uninstall"), slowRetries)
+	e := newEnvWatching(t, testWatches(t, "installRemediation: uninstall"), slowRetries)
 	e.denyBigDeployments()
 	w, err := tu.WatchClient(t, cfg).Watch(context.Background(), &corev1.ConfigMapList{}, client.InNamespace(e.ns))
 	if err != nil {

@@ -33,6 +33,7 @@ func (r *Runner) install(plan Plan, before State, vals map[string]any) error {
 		_, err = r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
 			u.MaxHistory = r.maxHistory()
 			u.Labels = r.labels()
+			r.Options.retryInstall(u)
 			return nil
 		})
 	} else {
@@ -40,6 +41,7 @@ func (r *Runner) install(plan Plan, before State, vals map[string]any) error {
 			// An uninstalled release that kept its history is installed over.
 			i.Replace = true
 			i.Labels = r.labels()
+			r.Options.install(i)
 			return nil
 		})
 	}

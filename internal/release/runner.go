@@ -35,6 +35,8 @@ type Runner struct {
 	// KubeReader reads them, uncached.
 	Kube       client.Client
 	KubeReader client.Reader
+	// Options are the resource's per-action Helm options (its annotations).
+	Options HelmOptions
 }
 
 // Result is what running a plan did.

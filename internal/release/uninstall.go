@@ -51,6 +51,7 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 func (r *Runner) uninstall(keepHistory bool) error {
 	_, err := r.Client.Uninstall(r.Name, func(u *action.Uninstall) error {
 		u.KeepHistory = keepHistory
+		r.Options.uninstall(u)
 		return nil
 	})
 	if errors.Is(err, driver.ErrReleaseNotFound) || (keepHistory && err != nil && strings.Contains(err.Error(), "is already deleted")) {

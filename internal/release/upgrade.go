@@ -27,6 +27,7 @@ func (r *Runner) upgrade(before State, vals map[string]any) error {
 	_, err := r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
 		u.MaxHistory = r.maxHistory()
 		u.Labels = r.labels()
+		r.Options.upgrade(u)
 		return nil
 	})
 	if err != nil {

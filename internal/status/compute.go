@@ -50,6 +50,20 @@ type Outcome struct {
 	// ReadinessTimeout is how long after a deployment its objects may take to
 	// become ready before the resource is Stalled; 0 means no limit.
 	ReadinessTimeout time.Duration
+
+	// MaxRetries bounds the consecutive failed installs and upgrades of one
+	// generation (watches.yaml maxRetries); 0 means no bound.
+	MaxRetries int
+	// Retry is the new value of the annotation helmapp.io/retry that this
+	// reconcile acts on: the retry budget starts afresh and
+	// lastHandledRetry records it. Empty when there is none.
+	Retry string
+	// Held is true when the reconcile ran nothing on purpose: the resource
+	// is paused, backing off, or out of retries. The status then stays as it
+	// was, but for the Paused condition.
+	Held bool
+	// Paused is true while the annotation helmapp.io/paused is "true".
+	Paused bool
 }
 
 // Readiness is the verdict on the deployed release's objects.
@@ -83,19 +97,22 @@ func (f *Failure) Terminal() bool { return f != nil && f.StalledReason != "" }
 // Compute returns the status that follows prev after the reconcile described by o.
 // It is pure: the same inputs give the same status.
 func Compute(prev Status, o Outcome) Status {
+	if o.Held {
+		return held(prev, o)
+	}
 	s := *prev.DeepCopy()
 	s.ObservedGeneration = o.Generation
+	if o.Retry != "" {
+		s.LastHandledRetry = o.Retry
+	}
 	if o.DeployedKnown {
 		s.DeployedRelease = o.Deployed
 	}
 	if o.Action == ActionInstall || o.Action == ActionUpgrade {
 		s.LastAttemptedGeneration = o.Generation
 	}
-	switch {
-	case Repeats(prev, o.Generation, o.Err):
-		// Already recorded, with its time: nothing new happened.
-	case o.Err != nil:
-		s.Failures++
+	s.Failures = Failures(prev, o)
+	if o.Err != nil && !Repeats(prev, o.Generation, o.Err) {
 		if o.Err.Action != "" {
 			s.FailedRelease = &FailedRelease{
 				Revision: o.Err.Revision,
@@ -105,17 +122,16 @@ func Compute(prev Status, o Outcome) Status {
 				Time:     o.Now,
 			}
 		}
-	default:
-		s.Failures = 0
 	}
 
 	c := conditionSetter{s: &s, gen: o.Generation, now: o.Now}
+	c.resumed()
 	c.initialized(o)
 	c.deployed(prev, o)
 	c.releaseFailed(o)
 	c.irreconcilable(o)
 	c.resourcesReady(o)
-	c.stalledAndReconciling(o)
+	c.stalledAndReconciling(o, OutOfRetries(prev, o))
 	// A verdict kept from an earlier reconcile still holds for this generation.
 	for i := range s.Conditions {
 		s.Conditions[i].ObservedGeneration = o.Generation
@@ -187,6 +203,7 @@ func (c conditionSetter) resourcesPending(o Outcome) (pending, late bool) {
 func Progressing(prev Status, generation int64, msg string) Status {
 	s := *prev.DeepCopy()
 	c := conditionSetter{s: &s, gen: generation}
+	c.resumed()
 	reason := ReasonProgressing
 	c.set(TypeReconciling, metav1.ConditionTrue, reason, msg)
 	Summarize(&s, generation)
@@ -295,7 +312,7 @@ func (c conditionSetter) irreconcilable(o Outcome) {
 	}
 }
 
-func (c conditionSetter) stalledAndReconciling(o Outcome) {
+func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 	switch {
 	case o.Err.Terminal():
 		c.set(TypeStalled, metav1.ConditionTrue, o.Err.StalledReason, o.Err.Message)
@@ -305,8 +322,15 @@ func (c conditionSetter) stalledAndReconciling(o Outcome) {
 			msg = "Waiting for the release name to be free: the resource installs once the other release is removed"
 		case ReasonInvalidReleaseName:
 			msg = "No progress is possible: recreate the resource with a shorter name"
+		case ReasonInvalidAnnotation:
+			msg = "No progress is possible until the annotation is corrected"
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled, msg)
+	case outOfRetries:
+		c.set(TypeStalled, metav1.ConditionTrue, ReasonRetriesExhausted, fmt.Sprintf(
+			"Gave up after %d consecutive failures (maxRetries %d); the last: %s", c.s.Failures, o.MaxRetries, o.Err.Message))
+		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled,
+			"No more attempts until the spec changes or the annotation "+retryAnnotation+" is set to a new value")
 	case o.Err != nil:
 		c.set(TypeStalled, metav1.ConditionFalse, ReasonNotStalled, "Retrying may succeed")
 		what := "The reconcile"

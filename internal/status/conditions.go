@@ -27,6 +27,9 @@ const (
 	// TypeResourcesReady is True when every object of the deployed release is
 	// Current by kstatus' rules.
 	TypeResourcesReady = "ResourcesReady"
+	// TypePaused is True while the annotation helmapp.io/paused is "true";
+	// absent otherwise.
+	TypePaused = "Paused"
 )
 
 // Reasons. Every condition this operator writes carries one of these; none is empty.
@@ -74,6 +77,13 @@ const (
 	// ReasonInvalidReleaseName: Stalled=True, the resource's name cannot be a
 	// Helm release name (more than 53 characters).
 	ReasonInvalidReleaseName = "InvalidReleaseName"
+	// ReasonRetriesExhausted: Stalled=True, the watch's maxRetries consecutive
+	// installs or upgrades of this generation failed; no more attempts until
+	// the spec changes or the annotation helmapp.io/retry gets a new value.
+	ReasonRetriesExhausted = "RetriesExhausted"
+	// ReasonInvalidAnnotation: Stalled=True, an annotation the operator reads
+	// has a value it cannot parse.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
 	// ReasonNotStalled: Stalled=False.
 	ReasonNotStalled = "NotStalled"
 
@@ -104,9 +114,9 @@ const (
 	ReasonSucceeded = "Succeeded"
 	// ReasonStalled: Reconciling=False because the resource is stalled.
 	ReasonStalled = "Stalled"
-	// ReasonInvalidAnnotation: Stalled=True (and Irreconcilable=True), an
-	// annotation of the resource has a value that does not parse.
-	ReasonInvalidAnnotation = "InvalidAnnotation"
+
+	// ReasonReconcilePaused: Paused=True, the annotation helmapp.io/paused is "true".
+	ReasonReconcilePaused = "ReconcilePaused"
 )
 
 // Action names recorded in failedRelease.action.
@@ -123,5 +133,5 @@ const (
 // other types under status.conditions belong to someone else and are kept as they are.
 var OwnedConditionTypes = []string{
 	TypeReady, TypeReconciling, TypeStalled, TypeInitialized,
-	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable,
+	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable, TypePaused,
 }

@@ -18,6 +18,9 @@ type Status struct {
 	LastAttemptedGeneration int64 `json:"lastAttemptedGeneration,omitempty"`
 	// Failures counts consecutive failed attempts; a success resets it to zero.
 	Failures int64 `json:"failures,omitempty"`
+	// LastHandledRetry is the last value of the annotation helmapp.io/retry
+	// acted on: a different value asks for a fresh attempt.
+	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
 	// Resources is the readiness of the deployed release's objects.
 	Resources *Resources `json:"resources,omitempty"`
 }

@@ -39,6 +39,10 @@ type Watch struct {
 	// UninstallWait keeps a deleted resource's finalizer until the objects of
 	// its release are gone, not only until Helm issued their deletion.
 	UninstallWait bool
+	// MaxRetries, our extension, bounds the consecutive failed installs and
+	// upgrades of one generation before the resource is Stalled
+	// (RetriesExhausted); nil means DefaultMaxRetries, 0 no bound.
+	MaxRetries *int
 }
 
 // Remediation settings of a watch entry.
@@ -48,6 +52,9 @@ const (
 	InstallRemediationNone      = "none"
 	InstallRemediationUninstall = "uninstall"
 )
+
+// DefaultMaxRetries is the maxRetries of a watch that sets none.
+const DefaultMaxRetries = 10
 
 // entry mirrors the file's format for the strict pass.
 type entry struct {
@@ -64,6 +71,7 @@ type entry struct {
 	UpgradeRemediation      *string               `json:"upgradeRemediation,omitempty"`
 	InstallRemediation      *string               `json:"installRemediation,omitempty"`
 	UninstallWait           *bool                 `json:"uninstallWait,omitempty"`
+	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -109,7 +117,8 @@ func parse(raw []byte) ([]Watch, error) {
 		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: e.ReadinessTimeout,
 			UpgradeRemediation: orDefault(e.UpgradeRemediation, UpgradeRemediationNone),
 			InstallRemediation: orDefault(e.InstallRemediation, InstallRemediationNone),
-			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait}
+			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
+			MaxRetries:         e.MaxRetries}
 	}
 	return out, nil
 }
@@ -137,6 +146,8 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field reconcilePeriod must not be negative, got %s", name, e.ReconcilePeriod.Duration)
 	case e.ReadinessTimeout != nil && e.ReadinessTimeout.Duration < 0:
 		return fmt.Errorf("%s: field readinessTimeout must not be negative, got %s", name, e.ReadinessTimeout.Duration)
+	case e.MaxRetries != nil && *e.MaxRetries < 0:
+		return fmt.Errorf("%s: field maxRetries must not be negative (0 means no bound), got %d", name, *e.MaxRetries)
 	}
 	if err := oneOf(name, "upgradeRemediation", e.UpgradeRemediation, UpgradeRemediationNone, UpgradeRemediationRollback); err != nil {
 		return err
@@ -214,7 +225,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
@@ -231,4 +242,13 @@ func (w Watch) Readiness(def time.Duration) time.Duration {
 		return w.ReadinessTimeout.Duration
 	}
 	return def
+}
+
+// Retries returns the watch's maxRetries, or DefaultMaxRetries when unset;
+// 0 means no bound.
+func (w Watch) Retries() int {
+	if w.MaxRetries != nil {
+		return *w.MaxRetries
+	}
+	return DefaultMaxRetries
 }

@@ -40,6 +40,9 @@ func TestLoadGoodFile(t *testing.T) {
     image.tag: $HELMAPP_TEST_TAG
   selector:
     matchLabels: {tier: web}
+  maxRetries: 3
+- {group: web.helmapp.io, version: v1alpha1, kind: Other, chart: CHART}
+- {group: web.helmapp.io, version: v1alpha1, kind: Unbounded, chart: CHART, maxRetries: 0}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +62,9 @@ func TestLoadGoodFile(t *testing.T) {
 	}
 	if w.UpgradeRemediation != UpgradeRemediationNone || w.InstallRemediation != InstallRemediationNone || w.UninstallWait {
 		t.Errorf("remediation defaults: upgrade %q install %q uninstallWait %v", w.UpgradeRemediation, w.InstallRemediation, w.UninstallWait)
+	}
+	if w.Retries() != 3 || ws[1].Retries() != DefaultMaxRetries || ws[2].Retries() != 0 {
+		t.Errorf("maxRetries %d, %d (default), %d (unbounded)", w.Retries(), ws[1].Retries(), ws[2].Retries())
 	}
 }
 
@@ -82,6 +88,9 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"missing chart dir", "- {group: g, version: v1, kind: A, chart: /nonexistent/chart}", "entry 1: (g/v1 A): field chart: stat /nonexistent/chart"},
 		{"zero concurrency", "- {group: g, version: v1, kind: A, chart: CHART, maxConcurrentReconciles: 0}", "field maxConcurrentReconciles must be at least 1"},
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
+		{"negative maxRetries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxRetries: -1}", "entry 2: (g/v1 B): field maxRetries must not be negative (0 means no bound), got -1"},
+		{"maxRetries not a number", "- {group: g, version: v1, kind: A, chart: CHART, maxRetries: often}", "entry 1: field maxRetries: json: cannot unmarshal string"},
+		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries)"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},
 		{"duplicate kind", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "duplicate GVK"},
 		{"bad upgradeRemediation", "- {group: g, version: v1, kind: A, chart: CHART, upgradeRemediation: uninstall}", `entry 1: (g/v1 A): field upgradeRemediation must be one of none, rollback, got "uninstall"`},
