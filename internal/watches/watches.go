@@ -28,6 +28,10 @@ type Watch struct {
 	// deployment the release's objects may take to become ready before the
 	// resource is reported Stalled.
 	ReadinessTimeout *metav1.Duration
+	// Timeout, our extension, bounds every Helm action of the watch's
+	// releases (install, upgrade, rollback, uninstall, each hook included)
+	// and is the age after which a pending release lock is stale.
+	Timeout *metav1.Duration
 }
 
 // entry mirrors the file's format for the strict pass.
@@ -42,6 +46,7 @@ type entry struct {
 	MaxConcurrentReconciles *int                  `json:"maxConcurrentReconciles,omitempty"`
 	Selector                *metav1.LabelSelector `json:"selector,omitempty"`
 	ReadinessTimeout        *metav1.Duration      `json:"readinessTimeout,omitempty"`
+	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -83,7 +88,7 @@ func parse(raw []byte) ([]Watch, error) {
 	}
 	out := make([]Watch, len(loaded))
 	for i := range loaded {
-		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: entries[i].ReadinessTimeout}
+		out[i] = Watch{Watch: loaded[i], ReadinessTimeout: entries[i].ReadinessTimeout, Timeout: entries[i].Timeout}
 	}
 	return out, nil
 }
@@ -111,6 +116,8 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field reconcilePeriod must not be negative, got %s", name, e.ReconcilePeriod.Duration)
 	case e.ReadinessTimeout != nil && e.ReadinessTimeout.Duration < 0:
 		return fmt.Errorf("%s: field readinessTimeout must not be negative, got %s", name, e.ReadinessTimeout.Duration)
+	case e.Timeout != nil && e.Timeout.Duration < 0:
+		return fmt.Errorf("%s: field timeout must not be negative, got %s", name, e.Timeout.Duration)
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -162,7 +169,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, timeout)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
@@ -177,6 +184,14 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 func (w Watch) Readiness(def time.Duration) time.Duration {
 	if w.ReadinessTimeout != nil {
 		return w.ReadinessTimeout.Duration
+	}
+	return def
+}
+
+// ActionTimeout returns the watch's timeout, or def when it is unset or 0.
+func (w Watch) ActionTimeout(def time.Duration) time.Duration {
+	if w.Timeout != nil && w.Timeout.Duration > 0 {
+		return w.Timeout.Duration
 	}
 	return def
 }

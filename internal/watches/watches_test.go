@@ -40,6 +40,7 @@ func TestLoadGoodFile(t *testing.T) {
     image.tag: $HELMAPP_TEST_TAG
   selector:
     matchLabels: {tier: web}
+  timeout: 90s
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +55,9 @@ func TestLoadGoodFile(t *testing.T) {
 	if w.OverrideValues["image.tag"] != "9.9.9" {
 		t.Errorf("override values not expanded from the environment: %v", w.OverrideValues)
 	}
+	if w.ActionTimeout(5*time.Minute) != 90*time.Second {
+		t.Errorf("timeout %s, want 90s", w.ActionTimeout(5*time.Minute))
+	}
 	if !*w.WatchDependentResources {
 		t.Errorf("watchDependentResources should default to true")
 	}
@@ -62,11 +66,14 @@ func TestLoadGoodFile(t *testing.T) {
 func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 	tests := []struct{ name, content, want string }{
 		{"unknown field", "- {group: g, version: v1, kind: A, chart: CHART, chartz: x}", `entry 1: unknown field "chartz"`},
+		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "readinessTimeout, timeout)"},
 		{"wrong type", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxConcurrentReconciles: two}", "entry 2: field maxConcurrentReconciles: json: cannot unmarshal string"},
 		{"missing kind", "- {group: g, version: v1, chart: CHART}", "entry 1: (g/v1 ): field kind is required"},
 		{"missing chart dir", "- {group: g, version: v1, kind: A, chart: /nonexistent/chart}", "entry 1: (g/v1 A): field chart: stat /nonexistent/chart"},
 		{"zero concurrency", "- {group: g, version: v1, kind: A, chart: CHART, maxConcurrentReconciles: 0}", "field maxConcurrentReconciles must be at least 1"},
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
+		{"negative timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: -1m}", "entry 1: (g/v1 A): field timeout must not be negative, got -1m0s"},
+		{"bad timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: soon}", "entry 1: field timeout: time: invalid duration"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},
 		{"duplicate kind", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "duplicate GVK"},
 		{"empty", "[]", "has no entries"},
