@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
@@ -18,6 +19,7 @@ const (
 	EventUpgradeFailed      = "UpgradeFailed"
 	EventUninstallFailed    = "UninstallFailed"
 	EventReconcileFailed    = "ReconcileFailed"
+	EventReleaseUnlocked    = "ReleaseUnlocked"
 )
 
 // maxEventNote bounds an event's note; the API server refuses notes over 1 KiB.
@@ -52,4 +54,11 @@ func (r *Reconciler) successEvent(obj *unstructured.Unstructured, out status.Out
 		return
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, out.Action, "%s", note)
+}
+
+// unlockedEvent emits the Warning event of a stale lock marked failed.
+func (r *Reconciler) unlockedEvent(obj *unstructured.Unstructured, l *release.Lock) {
+	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReleaseUnlocked, "Unlock",
+		"Release %s revision %d was left %s by an operation that never finished (%s); marked failed in Helm's storage",
+		obj.GetName(), l.Revision, l.Status, l.Why)
 }

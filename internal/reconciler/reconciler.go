@@ -61,6 +61,17 @@ type Options struct {
 	// may take to become ready before the resource is Stalled; 0: no limit.
 	ReadinessTimeout time.Duration
 
+	// Timeout bounds every Helm action of the kind's releases, each hook
+	// included, and is the age after which a pending lock is stale; 0 means
+	// release.DefaultTimeout. ShutdownGrace is how long a running action may
+	// go on once the operator is stopping; 0 means release.DefaultShutdownGrace.
+	Timeout, ShutdownGrace time.Duration
+	// Actions is the process' registry of running Helm actions and Tenure
+	// since when it is the one reconciling, shared by every reconciler; nil
+	// means a registry of this reconciler's own and a tenure begun at New.
+	Actions *release.Actions
+	Tenure  *release.Tenure
+
 	// RetryBase and RetryMax bound the backoff of retryable failures: the
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
 	// RetryMax. Zero means 1s and 5m.
@@ -106,6 +117,12 @@ func New(opts Options) (*Reconciler, error) {
 	}
 	if opts.RetryMax <= 0 {
 		opts.RetryMax = 5 * time.Minute
+	}
+	if opts.Actions == nil {
+		opts.Actions = release.NewActions()
+	}
+	if opts.Tenure == nil {
+		opts.Tenure = release.NewTenure(opts.Now())
 	}
 	return &Reconciler{
 		opts:        opts,
@@ -215,6 +232,9 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		return ctrl.Result{}
 	}
 	out.RetryAfter = r.backoff(prev.Failures + 1)
+	if d := release.RetryAfter(err); d > 0 {
+		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
+	}
 	r.gate.hold(obj.GetUID(), obj.GetGeneration(), out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
@@ -255,7 +275,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return err
 	}
-	before, err := release.Observe(runner.Client, runner.Name)
+	before, err := runner.Observe()
 	if err != nil {
 		return err
 	}
@@ -269,7 +289,10 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 			ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
 		}
 	}
-	result, err := runner.Run(plan, before, vals)
+	result, err := runner.Run(ctx, plan, before, vals)
+	if result.Unlocked != nil {
+		r.unlockedEvent(obj, result.Unlocked)
+	}
 	out.Action, out.DeployedBy = result.Action, result.DeployedBy
 	if result.Observed {
 		out.Deployed = release.Describe(result.State.Deployed)
@@ -314,6 +337,8 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 	return &release.Runner{
 		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
+		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
+		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
 	}, nil
 }
 

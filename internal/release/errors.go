@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -21,6 +22,18 @@ type Error struct {
 	Summary string
 	// Err is the underlying error, typically Helm's.
 	Err error
+	// RetryAfter, when positive, is when to try again instead of the
+	// backoff: the moment the failure is known to end (a lock becomes stale).
+	RetryAfter time.Duration
+}
+
+// RetryAfter returns the retry delay err asks for, 0 for the backoff's.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		return max(e.RetryAfter, time.Second)
+	}
+	return 0
 }
 
 func (e *Error) Error() string {

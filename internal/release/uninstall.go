@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // Uninstall removes the release's objects and its history. A release that is
-// already gone is a success.
+// already gone is a success. Each pre- and post-delete hook is bounded by the
+// runner's Timeout.
 //
 // On failure it returns an *Error with reason UninstallError. Helm reports a
 // failed deletion of objects only as "failed to delete release" and writes the
@@ -30,7 +32,13 @@ func (r *Runner) Uninstall() error {
 		}
 		defer func() { cfg.Log = forward }()
 	}
-	_, err := r.Client.Uninstall(r.Name)
+	if r.Actions != nil {
+		defer r.Actions.begin(r.Namespace, r.Name, status.ActionUninstall)()
+	}
+	_, err := r.Client.Uninstall(r.Name, func(u *action.Uninstall) error {
+		u.Timeout = r.timeout()
+		return nil
+	})
 	if err == nil || errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
