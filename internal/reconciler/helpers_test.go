@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,20 +34,30 @@ import (
 var (
 	widgetGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Widget"}
 	gadgetGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Gadget"}
+	hookedGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Hooked"}
 )
 
-// testWatches maps the product kinds to their charts, and two test kinds
-// whose specs the API server does not type: Widget to the nginx chart and
-// Gadget to a test chart whose failures can be switched on.
-func testWatches(t *testing.T) string {
+// defaultHookedTimeout is the timeout of the Hooked kind's watch unless a
+// test sets its own (envOptions.hookedTimeout).
+const defaultHookedTimeout = "5s"
+
+// testWatches maps the product kinds to their charts, and three test kinds
+// whose specs the API server does not type: Widget to the nginx chart,
+// Gadget to a test chart whose failures can be switched on, and Hooked to a
+// test chart whose hook can be made to hold an action, with a short timeout.
+func testWatches(t *testing.T, hookedTimeout string) string {
 	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hookedTimeout == "" {
+		hookedTimeout = defaultHookedTimeout
 	}
 	return tu.WatchesFile(t, `
 - {group: web.helmapp.io, version: v1alpha1, kind: Nginx, chart: helm-charts/nginx}
 - {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx}
 - {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+`}
+- {group: test.helmapp.io, version: v1, kind: Hooked, chart: `+filepath.Join(filepath.Dir(gadget), "hooked")+`, timeout: `+hookedTimeout+`}
 `)
 }
 
@@ -65,14 +76,34 @@ type env struct {
 	// failStorageUpdate makes it fail to update one.
 	failStorageQuery, failStorageUpdate atomic.Bool
 	logs                                *syncBuffer
+	// hookedTimeout is the Hooked watch's timeout; empty for defaultHookedTimeout.
+	hookedTimeout string
 }
 
+// newEnv creates the test's namespace and starts its operator.
 func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
+	t.Helper()
+	e := newNamespace(t)
+	e.start(mutate...)
+	return e
+}
+
+// newNamespace creates the test's namespace; start starts an operator on it.
+func newNamespace(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, c: tu.Client(t, cfg), logs: &syncBuffer{}}
 	e.ns = tu.Namespace(t, e.c, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:min(20, len(t.Name()))])
+	return e
+}
+
+// start starts an operator watching the test's namespace and returns a
+// function that stops it (as SIGTERM does) and waits until it has stopped;
+// it is stopped at the end of the test otherwise.
+func (e *env) start(mutate ...func(*operator.Config)) (stop func()) {
+	t := e.t
+	t.Helper()
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
-	tu.StartOperator(t, cfg, testWatches(t), []string{e.ns}, func(c *operator.Config) {
+	return tu.StartOperator(t, cfg, testWatches(t, e.hookedTimeout), []string{e.ns}, func(c *operator.Config) {
 		c.Logger = &logger
 		c.RetryBase, c.RetryMax = 200*time.Millisecond, 2*time.Second
 		c.WrapClient = func(cl client.Client) client.Client {
@@ -99,7 +130,6 @@ func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 			m(c)
 		}
 	})
-	return e
 }
 
 // noWatch lets the interceptor wrap the manager's client, which cannot watch.
@@ -229,7 +259,8 @@ func conditionMessage(u *unstructured.Unstructured, typ string) string {
 	return ""
 }
 
-// history reads the release's history with Helm's own storage, as the helm CLI does.
+// history reads the release's history with Helm's own storage, as the helm
+// CLI does, oldest revision first.
 func history(t *testing.T, ns, name string) []*release.Release {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -240,6 +271,7 @@ func history(t *testing.T, ns, name string) []*release.Release {
 	if err != nil && !strings.Contains(err.Error(), "not found") {
 		t.Fatal(err)
 	}
+	sort.Slice(h, func(i, j int) bool { return h[i].Version < h[j].Version })
 	return h
 }
 

@@ -98,6 +98,11 @@ func hookPrefix(msg string) string {
 // oneLine folds Helm's multi-line error lists ("1 error occurred:\n\t* ...")
 // into one line.
 func oneLine(s string) string {
-	s = strings.TrimPrefix(strings.TrimSpace(s), "1 error occurred:")
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n\t* ", "; ")), " ")
+	var parts []string
+	for _, p := range strings.Split(s, "\n\t* ") {
+		if p = strings.Join(strings.Fields(p), " "); p != "" && !strings.HasSuffix(p, "errors occurred:") && !strings.HasSuffix(p, "error occurred:") {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

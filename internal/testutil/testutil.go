@@ -105,9 +105,10 @@ func DefaultWatches(t testing.TB) string {
 	return WatchesFile(t, string(b))
 }
 
-// StartOperator runs the operator in-process on cfg until the test ends.
-// mutate adjusts the manager's configuration.
-func StartOperator(t testing.TB, cfg *rest.Config, watchesPath string, namespaces []string, mutate ...func(*operator.Config)) {
+// StartOperator runs the operator in-process on cfg until the test ends, or
+// until the returned function, which stops it as SIGTERM does and waits
+// until it has stopped, is called. mutate adjusts the manager's configuration.
+func StartOperator(t testing.TB, cfg *rest.Config, watchesPath string, namespaces []string, mutate ...func(*operator.Config)) (stop func()) {
 	t.Helper()
 	ws, err := watches.Load(watchesPath)
 	if err != nil {
@@ -137,7 +138,9 @@ func StartOperator(t testing.TB, cfg *rest.Config, watchesPath string, namespace
 			t.Errorf("operator stopped with an error: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(stop)
+	return stop
 }
 
 // NewCR returns a resource of gvk with spec.
