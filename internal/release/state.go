@@ -92,7 +92,9 @@ var decisions = []struct {
 		return l == nil || l.Info == nil || l.Info.Status == release.StatusUninstalled
 	}, PlanInstall},
 	// An operation left the release pending and nobody runs it any more.
-	{func(st State, _ Desired) bool { return st.Latest.Info.Status.IsPending() && st.Lock != nil && st.Lock.Stale }, PlanUnlock},
+	{func(st State, _ Desired) bool {
+		return st.Latest.Info.Status.IsPending() && st.Lock != nil && st.Lock.Stale
+	}, PlanUnlock},
 	// Pending, and it may still be running somewhere: wait.
 	{func(st State, _ Desired) bool { return st.Latest.Info.Status.IsPending() }, PlanLocked},
 	// The latest attempt failed (or was superseded oddly) and nothing was ever deployed.
