@@ -33,6 +33,9 @@ import (
 // before the resource goes away.
 const Finalizer = "helmapp.io/uninstall-release"
 
+// statusWriteTimeout bounds the final status write of a reconcile.
+const statusWriteTimeout = 10 * time.Second
+
 // Options configure a Reconciler. New validates them once.
 type Options struct {
 	// Client reads and writes the watched resources.
@@ -159,7 +162,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return
 		}
 		next := status.Compute(prev, out)
-		if err := r.status.Write(ctx, obj, next); err != nil && !apierrors.IsNotFound(err) {
+		// Written even when the operator is stopping (ctx cancelled), so that
+		// the status says how a cancelled Helm action ended.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+		defer cancel()
+		if err := r.status.Write(wctx, obj, next); err != nil && !apierrors.IsNotFound(err) {
 			retErr = errors.Join(retErr, err)
 		}
 	}()

@@ -180,10 +180,16 @@ func TestShutdownCancelsARunningInstall(t *testing.T) {
 	if d := h[0].Info.Description; !strings.Contains(d, "context canceled") {
 		t.Errorf("revision 1's description %q does not say the install was cancelled", d)
 	}
+	// The status, written as the operator stopped, says so.
+	u := e.get(hookedGVK, "h")
+	expect(t, u, "ReleaseFailed=True/InstallError")
+	if msg := conditionMessage(u, status.TypeReleaseFailed); !strings.Contains(msg, "hook h-wait (pre-install Job) had not completed when the action was cancelled") {
+		t.Errorf("ReleaseFailed message %q does not name the cancelled hook", msg)
+	}
 
 	e.patchSpec(hookedGVK, "h", map[string]any{"block": false})
 	e.start()
-	u := e.wait(hookedGVK, "h", status.TypeReady, metav1.ConditionTrue, "")
+	u = e.wait(hookedGVK, "h", status.TypeReady, metav1.ConditionTrue, "")
 	consistentHistory(t, e.ns, "h", u)
 }
 
