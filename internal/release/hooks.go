@@ -28,9 +28,10 @@ var hookEvents = []struct {
 // hook that held it. Helm says only "failed pre-install: 1 error occurred:
 // timed out waiting for the condition" (over three lines), or, when the
 // action was cancelled, "context canceled"; the revision it stored for the
-// attempt (rel) records which hook ran and how it ended. err is returned as
-// it is when no hook is to blame.
-func nameHook(err error, rel *release.Release, timeout time.Duration) error {
+// attempt (rel) records which hook ran and how it ended. helmAction is the
+// Helm action that ran ("install", "upgrade"), which tells a hook's event
+// among its events. err is returned as it is when no hook is to blame.
+func nameHook(err error, rel *release.Release, helmAction string, timeout time.Duration) error {
 	if err == nil || rel == nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func nameHook(err error, rel *release.Release, timeout time.Duration) error {
 		return err
 	}
 	if event == "" {
-		event = eventsOf(h)
+		event = eventOf(h, helmAction)
 	}
 	what := fmt.Sprintf("hook %s (%s %s)", h.Name, event, h.Kind)
 	switch {
@@ -77,13 +78,20 @@ func unfinishedHook(rel *release.Release) *release.Hook {
 	return last
 }
 
-// eventsOf is the hook's events, joined.
-func eventsOf(h *release.Hook) release.HookEvent {
-	ev := make([]string, len(h.Events))
-	for i, e := range h.Events {
-		ev[i] = string(e)
+// eventOf is the hook's event for helmAction (pre-install for an install
+// of a pre-install,pre-upgrade hook), else its events joined.
+func eventOf(h *release.Hook, helmAction string) release.HookEvent {
+	var all, of []string
+	for _, e := range h.Events {
+		all = append(all, string(e))
+		if strings.HasSuffix(string(e), "-"+helmAction) {
+			of = append(of, string(e))
+		}
 	}
-	return release.HookEvent(strings.Join(ev, ","))
+	if len(of) == 1 {
+		return release.HookEvent(of[0])
+	}
+	return release.HookEvent(strings.Join(all, ","))
 }
 
 func hookPrefix(msg string) string {

@@ -135,7 +135,11 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		if e, ok := err.(*Error); ok && e.Revision == 0 {
 			e.Revision = storedRevision(before, after)
 			if e.Revision > 0 {
-				e.Err = nameHook(e.Err, after.Latest, r.timeout())
+				helmAction := "upgrade" // a retried install is an upgrade over the failed one
+				if plan == PlanInstall {
+					helmAction = "install"
+				}
+				e.Err = nameHook(e.Err, after.Latest, helmAction, r.timeout())
 			}
 		}
 		return res, err

@@ -88,21 +88,21 @@ func TestNameHook(t *testing.T) {
 			LastRun: release.HookExecution{StartedAt: started, Phase: release.HookPhaseFailed}},
 	}}
 	timedOut := errors.New("failed pre-install: 1 error occurred:\n\t* timed out waiting for the condition\n\n")
-	if got := nameHook(timedOut, rel, 5*time.Minute).Error(); got != "hook web-wait (pre-install Job) did not complete within 5m0s" {
+	if got := nameHook(timedOut, rel, "install", 5*time.Minute).Error(); got != "hook web-wait (pre-install Job) did not complete within 5m0s" {
 		t.Errorf("timeout: %q", got)
 	}
 	upgradeFailed := errors.New("pre-upgrade hooks failed: 1 error occurred:\n\t* job web-wait failed: BackoffLimitExceeded\n\n")
-	if got := nameHook(upgradeFailed, rel, time.Minute).Error(); got != "hook web-wait (pre-upgrade Job) failed: job web-wait failed: BackoffLimitExceeded" {
+	if got := nameHook(upgradeFailed, rel, "upgrade", time.Minute).Error(); got != "hook web-wait (pre-upgrade Job) failed: job web-wait failed: BackoffLimitExceeded" {
 		t.Errorf("failure: %q", got)
 	}
 	rel.Hooks[1].LastRun.Phase = release.HookPhaseUnknown
 	cancelled := fmt.Errorf("install: %w", context.Canceled)
-	if got := nameHook(cancelled, rel, time.Minute); !errors.Is(got, context.Canceled) ||
-		!strings.HasPrefix(got.Error(), "hook web-wait (pre-install,pre-upgrade Job) had not completed when the action was cancelled") {
+	if got := nameHook(cancelled, rel, "upgrade", time.Minute); !errors.Is(got, context.Canceled) ||
+		!strings.HasPrefix(got.Error(), "hook web-wait (pre-upgrade Job) had not completed when the action was cancelled") {
 		t.Errorf("cancelled: %q", got)
 	}
 	other := errors.New(`cannot patch "web" with kind Deployment: denied`)
-	if got := nameHook(other, rel, time.Minute); got != other {
+	if got := nameHook(other, rel, "install", time.Minute); got != other {
 		t.Errorf("a failure that is not a hook's is kept: %q", got)
 	}
 }
