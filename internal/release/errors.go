@@ -31,7 +31,7 @@ type Error struct {
 func RetryAfter(err error) time.Duration {
 	var e *Error
 	if errors.As(err, &e) && e.RetryAfter > 0 {
-		return max(e.RetryAfter, time.Second)
+		return max(e.RetryAfter.Round(time.Second), time.Second)
 	}
 	return 0
 }
