@@ -42,8 +42,8 @@ type Runner struct {
 	// it is cancelled too; 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// Actions is the process' registry of running actions and Tenure its
-	// time as the one reconciling; they judge pending locks. Nil: a registry
-	// of the runner's own, and a tenure begun now.
+	// time as the one reconciling; they judge pending locks. Nil Actions:
+	// no action is known to run; nil Tenure: one begun at the first use.
 	Actions *Actions
 	Tenure  *Tenure
 	// Now is the clock; nil means time.Now.
