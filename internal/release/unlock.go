@@ -121,6 +121,9 @@ func (r *Runner) locked(st State) error {
 	case l.RunningHere != "":
 		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by the %s this operator is running (for %s)",
 			r.Name, l.Revision, l.Status, l.RunningHere, l.Age.Round(time.Second))
+	case l.UnlockAt.IsZero():
+		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by an operation that has not finished",
+			r.Name, l.Revision, l.Status)
 	default:
 		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by an operation that has not finished, written %s ago; "+
 			"it is unlocked at %s, when it is older than the watch's timeout %s",
