@@ -67,31 +67,6 @@ func (r *Runner) runInstall(ctx context.Context, vals map[string]any, configure 
 	return runErr
 }
 
-// runUpgrade is runInstall's counterpart for Helm's upgrade.
-func (r *Runner) runUpgrade(ctx context.Context, vals map[string]any, configure func(*action.Upgrade)) error {
-	var runErr error
-	ran := false
-	_, err := r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
-		configure(u)
-		u.Timeout = r.timeout()
-		u.Namespace = r.Namespace
-		_, runErr = u.RunWithContext(ctx, r.Name, r.Chart, vals)
-		ran = true
-		return errRan
-	})
-	if !ran {
-		return err
-	}
-	return runErr
-}
-
-// rollbackOptions configures a Helm rollback as the runner's other actions
-// are: bounded by Timeout, each hook included.
-func (r *Runner) rollbackOptions(rb *action.Rollback) {
-	rb.Timeout = r.timeout()
-	rb.MaxHistory = r.maxHistory()
-}
-
 func (r *Runner) maxHistory() int {
 	if r.MaxHistory > 0 {
 		return r.MaxHistory

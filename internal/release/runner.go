@@ -6,6 +6,7 @@ import (
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -202,6 +203,15 @@ func GraceContext(ctx context.Context, grace time.Duration) (context.Context, co
 		context.AfterFunc(actx, func() { t.Stop() })
 	})
 	return actx, func() { stop(); cancel() }
+}
+
+// rollbackOptions configures a Helm rollback as the runner's other actions
+// are: bounded by Timeout, each hook included. For the rollback of a failed
+// upgrade (issue 9, remediation), which runs action.NewRollback on the
+// client's Config().
+func (r *Runner) rollbackOptions(rb *action.Rollback) {
+	rb.Timeout = r.timeout()
+	rb.MaxHistory = r.maxHistory()
 }
 
 func (r *Runner) timeout() time.Duration {

@@ -35,3 +35,21 @@ func (r *Runner) upgrade(ctx context.Context, before State, vals map[string]any)
 	}
 	return nil
 }
+
+// runUpgrade is runInstall's counterpart for Helm's upgrade.
+func (r *Runner) runUpgrade(ctx context.Context, vals map[string]any, configure func(*action.Upgrade)) error {
+	var runErr error
+	ran := false
+	_, err := r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
+		configure(u)
+		u.Timeout = r.timeout()
+		u.Namespace = r.Namespace
+		_, runErr = u.RunWithContext(ctx, r.Name, r.Chart, vals)
+		ran = true
+		return errRan
+	})
+	if !ran {
+		return err
+	}
+	return runErr
+}
