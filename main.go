@@ -29,6 +29,7 @@ func main() {
 	flag.IntVar(&c.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Default number of resources of one kind reconciled at once; a watch's maxConcurrentReconciles overrides it.")
 	flag.DurationVar(&c.ReconcilePeriod, "reconcile-period", time.Minute, "Default interval at which a settled resource is reconciled again to correct drift; a watch's reconcilePeriod overrides it.")
 	flag.DurationVar(&c.ReadinessTimeout, "readiness-timeout", 5*time.Minute, "Default time a release's objects may take to become ready after a deployment before the resource is reported Stalled (ProgressDeadlineExceeded); a watch's readinessTimeout overrides it; 0 disables.")
+	flag.DurationVar(&c.Timeout, "helm-timeout", 5*time.Minute, "Default bound of every Helm action (install, upgrade, rollback, uninstall), each hook included, and the age after which a pending release lock is stale; a watch's timeout overrides it.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

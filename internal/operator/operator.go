@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
@@ -48,6 +49,16 @@ type Config struct {
 	// ReadinessTimeout is the default for watches that set no readinessTimeout.
 	ReadinessTimeout time.Duration
 
+	// Timeout is the default for watches that set no timeout: the bound of
+	// every Helm action and hook, and the age after which a pending lock is
+	// stale. Zero means release.DefaultTimeout (5m).
+	Timeout time.Duration
+	// ShutdownGrace is how long a running Helm action may go on after
+	// SIGTERM before it is cancelled (and recorded failed by Helm); zero means
+	// release.DefaultShutdownGrace (30s). The manager waits shutdownMargin
+	// more for the cancelled action to be recorded and the status written.
+	ShutdownGrace time.Duration
+
 	// RetryBase and RetryMax bound the backoff of failed reconciles; zero
 	// means the reconciler's defaults (1s doubling up to 5m).
 	RetryBase, RetryMax time.Duration
@@ -70,6 +81,10 @@ type Config struct {
 // DefaultLeaderElectionID is the Lease name used when none is given.
 const DefaultLeaderElectionID = "helm-app-operator.helmapp.io"
 
+// shutdownMargin is how long the manager waits, past ShutdownGrace, for a
+// cancelled Helm action to record its failure and the status to be written.
+const shutdownMargin = 10 * time.Second
+
 // ParseNamespaces reads WATCH_NAMESPACE: a comma-separated list, blanks
 // ignored; empty means every namespace.
 func ParseNamespaces(env string) []string {
@@ -91,6 +106,12 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if c.ReconcilePeriod < 0 {
 		return nil, fmt.Errorf("reconcile period must not be negative, got %s", c.ReconcilePeriod)
 	}
+	if c.Timeout < 0 || c.ShutdownGrace < 0 {
+		return nil, fmt.Errorf("timeout (%s) and shutdown grace (%s) must not be negative", c.Timeout, c.ShutdownGrace)
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = release.DefaultShutdownGrace
+	}
 	id := c.LeaderElectionID
 	if id == "" {
 		id = DefaultLeaderElectionID
@@ -101,9 +122,10 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        id,
 		LeaderElectionNamespace: c.LeaderElectionNamespace,
-		// Give an interrupted Helm action time to finish and record its
-		// outcome before the process exits.
-		GracefulShutdownTimeout: ptr(30 * time.Second),
+		// controller-runtime cancels the reconciles' context at once on
+		// SIGTERM and waits this long for them: a running Helm action gets
+		// ShutdownGrace to finish, then is cancelled and recorded failed.
+		GracefulShutdownTimeout: ptr(c.ShutdownGrace + shutdownMargin),
 		Controller:              config.Controller{SkipNameValidation: ptr(c.SkipNameValidation)},
 	}
 	if c.Logger != nil {
@@ -162,6 +184,21 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if err != nil {
 		return nil, err
 	}
+	// A pending lock written before this process became the one reconciling
+	// is stale: the tenure begins at start and again when it wins leader
+	// election (at once without leader election).
+	tenure := release.NewTenure(time.Now())
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		select {
+		case <-mgr.Elected():
+			tenure.Begin(time.Now())
+		case <-ctx.Done():
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	actions := release.NewActions()
 	cl := mgr.GetClient()
 	if c.WrapClient != nil {
 		cl = c.WrapClient(cl)
@@ -186,6 +223,10 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			},
 			UninstallWait: w.UninstallWait,
 			MaxRetries:    w.Retries(),
+			Timeout:       w.ActionTimeout(c.Timeout),
+			ShutdownGrace: c.ShutdownGrace,
+			Actions:       actions,
+			Tenure:        tenure,
 		})
 		if err != nil {
 			return nil, err

@@ -30,7 +30,8 @@ const (
 	EventDriftCorrected = "DriftCorrected"
 	// EventReleaseKept: the resource was deleted with
 	// helmapp.io/uninstall-on-delete: "false"; its release stays.
-	EventReleaseKept = "ReleaseKept"
+	EventReleaseKept     = "ReleaseKept"
+	EventReleaseUnlocked = "ReleaseUnlocked"
 )
 
 // maxDriftNames bounds the objects a DriftCorrected event names.
@@ -94,4 +95,11 @@ func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drif
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
 		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, names), maxEventNote))
+}
+
+// unlockedEvent emits the Warning event of a stale lock marked failed.
+func (r *Reconciler) unlockedEvent(obj *unstructured.Unstructured, l *release.Lock) {
+	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReleaseUnlocked, "Unlock",
+		"Release %s revision %d was left %s by an operation that never finished (%s); marked failed in Helm's storage",
+		obj.GetName(), l.Revision, l.Status, l.Why)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,16 +35,30 @@ import (
 var (
 	widgetGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Widget"}
 	gadgetGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Gadget"}
+	hookedGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Hooked"}
 )
 
-// testWatches maps the product kinds to their charts, and two test kinds
-// whose specs the API server does not type: Widget to the nginx chart and
-// Gadget to a test chart whose failures can be switched on. fields (e.g.
-// "maxRetries: 2") are added to every entry.
+// defaultHookedTimeout is the timeout of the Hooked kind's watch unless a
+// test sets its own (env.hookedTimeout).
+const defaultHookedTimeout = "5s"
+
+// testWatches maps the product kinds to their charts, and three test kinds
+// whose specs the API server does not type: Widget to the nginx chart,
+// Gadget to a test chart whose failures can be switched on, and Hooked to a
+// test chart whose hook can be made to hold an action, with a short timeout.
+// fields (e.g. "maxRetries: 2") are added to every entry.
 func testWatches(t *testing.T, fields ...string) string {
+	return testWatchesHooked(t, "", fields...)
+}
+
+// testWatchesHooked is testWatches with the Hooked watch's timeout.
+func testWatchesHooked(t *testing.T, hookedTimeout string, fields ...string) string {
 	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hookedTimeout == "" {
+		hookedTimeout = defaultHookedTimeout
 	}
 	more := ""
 	for _, f := range fields {
@@ -54,6 +69,7 @@ func testWatches(t *testing.T, fields ...string) string {
 - {group: web.helmapp.io, version: v1alpha1, kind: Echo, chart: helm-charts/echo`+more+`}
 - {group: test.helmapp.io, version: v1, kind: Widget, chart: helm-charts/nginx`+more+`}
 - {group: test.helmapp.io, version: v1, kind: Gadget, chart: `+gadget+more+`}
+- {group: test.helmapp.io, version: v1, kind: Hooked, chart: `+filepath.Join(filepath.Dir(gadget), "hooked")+`, timeout: `+hookedTimeout+more+`}
 `)
 }
 
@@ -75,9 +91,12 @@ type env struct {
 	// other than the watched resources (the releases' objects).
 	objectWrites atomic.Int64
 	logs         *syncBuffer
-	// stop stops the operator; start starts a new one, with the same configuration.
-	stop  func()
-	start func() func()
+	// hookedTimeout is the Hooked watch's timeout; empty for defaultHookedTimeout.
+	hookedTimeout string
+	// stopOp stops the running operator; startOp starts a new one, with the
+	// same configuration.
+	stopOp  func()
+	startOp func() func()
 }
 
 func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
@@ -89,8 +108,8 @@ func newEnv(t *testing.T, mutate ...func(*operator.Config)) *env {
 // held in memory survives, only what the cluster stores.
 func (e *env) restart() {
 	e.t.Helper()
-	e.stop()
-	e.stop = e.start()
+	e.stopOp()
+	e.stopOp = e.startOp()
 }
 
 // ownKind tells whether obj is one of the watched resources.
@@ -101,14 +120,34 @@ func ownKind(obj client.Object) bool {
 // newEnvWatching is newEnv with the watches file at watchesPath.
 func newEnvWatching(t *testing.T, watchesPath string, mutate ...func(*operator.Config)) *env {
 	t.Helper()
+	e := newNamespace(t)
+	e.launch(watchesPath, mutate)
+	return e
+}
+
+// newNamespace creates the test's namespace; start starts an operator on it.
+func newNamespace(t *testing.T) *env {
+	t.Helper()
 	e := &env{t: t, c: tu.Client(t, cfg), logs: &syncBuffer{}}
 	e.ns = tu.Namespace(t, e.c, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:min(20, len(t.Name()))])
-	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
-	e.start = func() func() {
-		return tu.StartOperator(t, cfg, watchesPath, []string{e.ns}, e.configure(logger, mutate))
-	}
-	e.stop = e.start()
 	return e
+}
+
+// start starts an operator on the test watches (with e.hookedTimeout) and
+// returns a function that stops it (as SIGTERM does) and waits until it has
+// stopped; it is stopped at the end of the test otherwise.
+func (e *env) start(mutate ...func(*operator.Config)) (stop func()) {
+	e.t.Helper()
+	e.launch(testWatchesHooked(e.t, e.hookedTimeout), mutate)
+	return e.stopOp
+}
+
+func (e *env) launch(watchesPath string, mutate []func(*operator.Config)) {
+	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
+	e.startOp = func() func() {
+		return tu.StartOperator(e.t, cfg, watchesPath, []string{e.ns}, e.configure(logger, mutate))
+	}
+	e.stopOp = e.startOp()
 }
 
 // configure returns the operator configuration of the env: its logger, a
@@ -283,7 +322,8 @@ func conditionMessage(u *unstructured.Unstructured, typ string) string {
 	return ""
 }
 
-// history reads the release's history with Helm's own storage, as the helm CLI does.
+// history reads the release's history with Helm's own storage, as the helm
+// CLI does, oldest revision first.
 func history(t *testing.T, ns, name string) []*release.Release {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -294,6 +334,7 @@ func history(t *testing.T, ns, name string) []*release.Release {
 	if err != nil && !strings.Contains(err.Error(), "not found") {
 		t.Fatal(err)
 	}
+	sort.Slice(h, func(i, j int) bool { return h[i].Version < h[j].Version })
 	return h
 }
 

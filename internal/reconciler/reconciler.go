@@ -33,6 +33,9 @@ import (
 // before the resource goes away.
 const Finalizer = "helmapp.io/uninstall-release"
 
+// statusWriteTimeout bounds the final status write of a reconcile.
+const statusWriteTimeout = 10 * time.Second
+
 // Options configure a Reconciler. New validates them once.
 type Options struct {
 	// Client reads and writes the watched resources.
@@ -67,6 +70,16 @@ type Options struct {
 	// UninstallWait keeps a deleted resource's finalizer until the objects of
 	// its release are gone (watches.yaml uninstallWait).
 	UninstallWait bool
+	// Timeout bounds every Helm action of the kind's releases, each hook
+	// included, and is the age after which a pending lock is stale; 0 means
+	// release.DefaultTimeout. ShutdownGrace is how long a running action may
+	// go on once the operator is stopping; 0 means release.DefaultShutdownGrace.
+	Timeout, ShutdownGrace time.Duration
+	// Actions is the process' registry of running Helm actions and Tenure
+	// since when it is the one reconciling, shared by every reconciler; nil
+	// means a registry of this reconciler's own and a tenure begun at New.
+	Actions *release.Actions
+	Tenure  *release.Tenure
 
 	// RetryBase and RetryMax bound the backoff of retryable failures: the
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
@@ -119,6 +132,12 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.RetryMax <= 0 {
 		opts.RetryMax = 5 * time.Minute
 	}
+	if opts.Actions == nil {
+		opts.Actions = release.NewActions()
+	}
+	if opts.Tenure == nil {
+		opts.Tenure = release.NewTenure(opts.Now())
+	}
 	return &Reconciler{
 		opts:        opts,
 		chartDigest: release.ChartDigest(opts.Chart),
@@ -150,7 +169,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return
 		}
 		next := status.Compute(prev, out)
-		if err := r.status.Write(ctx, obj, next); err != nil && !apierrors.IsNotFound(err) {
+		// Written even when the operator is stopping (ctx cancelled), so that
+		// the status says how a cancelled Helm action ended.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+		defer cancel()
+		if err := r.status.Write(wctx, obj, next); err != nil && !apierrors.IsNotFound(err) {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -247,6 +270,9 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		return ctrl.Result{}
 	}
 	out.RetryAfter = r.backoff(status.Failures(prev, *out))
+	if d := release.RetryAfter(err); d > 0 {
+		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
+	}
 	r.gate.hold(obj.GetUID(), obj.GetGeneration(), retry, out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
@@ -305,7 +331,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return err
 	}
-	before, err := release.Observe(runner.Client, runner.Name)
+	before, err := runner.Observe()
 	if err != nil {
 		return err
 	}
@@ -334,6 +360,9 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	}
 	result, err := runner.Run(ctx, plan, before, vals)
 	r.driftEvent(obj, runner.Name, result.Drifted)
+	if result.Unlocked != nil {
+		r.unlockedEvent(obj, result.Unlocked)
+	}
 	out.Action, out.DeployedBy = result.Action, result.DeployedBy
 	if result.Observed {
 		out.Deployed = release.Describe(result.State.Deployed)
@@ -385,6 +414,8 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
 		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
 		Options: ann.Helm,
+		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
+		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -24,6 +25,18 @@ type Error struct {
 	// Remedy says what the operator did about the failure, by the watch's
 	// remediation setting ("rolled back to revision 2"); it ends the message.
 	Remedy string
+	// RetryAfter, when positive, is when to try again instead of the
+	// backoff: the moment the failure is known to end (a lock becomes stale).
+	RetryAfter time.Duration
+}
+
+// RetryAfter returns the retry delay err asks for, 0 for the backoff's.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		return max(e.RetryAfter.Round(time.Second), time.Second)
+	}
+	return 0
 }
 
 func (e *Error) Error() string {

@@ -1,6 +1,8 @@
 package release
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -10,11 +12,12 @@ import (
 
 // install installs the release. A release whose only revisions failed is
 // installed again with an upgrade over the failed revision, which Helm allows
-// and which keeps the failed attempt in the history for inspection.
+// and which keeps the failed attempt in the history for inspection. Each hook
+// is bounded by the runner's Timeout; ctx cancels the action.
 //
 // On failure it returns an *Error with reason InstallError, stalled with
 // InvalidValues or ChartRenderError when the values or the chart are at fault.
-func (r *Runner) install(plan Plan, before State, vals map[string]any) error {
+func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[string]any) error {
 	summary := fmt.Sprintf("Install of release %s failed", r.Name)
 	if err := ValidateValues(r.Chart, vals, summary); err != nil {
 		return withAction(err, status.ReasonInstallError, status.ActionInstall)
@@ -30,25 +33,49 @@ func (r *Runner) install(plan Plan, before State, vals map[string]any) error {
 	}
 	var err error
 	if plan == PlanRetryInstall {
-		_, err = r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
+		err = r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
 			u.MaxHistory = r.maxHistory()
 			u.Labels = r.labels()
 			r.Options.retryInstall(u)
-			return nil
 		})
 	} else {
-		_, err = r.Client.Install(r.Name, r.Namespace, r.Chart, vals, func(i *action.Install) error {
+		err = r.runInstall(ctx, vals, func(i *action.Install) {
 			// An uninstalled release that kept its history is installed over.
 			i.Replace = true
 			i.Labels = r.labels()
 			r.Options.install(i)
-			return nil
 		})
 	}
 	if err != nil {
 		return helmError(err, status.ReasonInstallError, status.ActionInstall, summary)
 	}
 	return nil
+}
+
+// errRan stops helm-operator-plugins' client from running an action that an
+// option already ran (see runInstall).
+var errRan = errors.New("the action ran with a context")
+
+// runInstall runs Helm's install as the action client configures it (its
+// post-renderers and default options), with ctx and the runner's Timeout.
+// helm-operator-plugins' client runs actions without a context, so the last
+// option runs the configured action itself with RunWithContext, and returns
+// errRan so that the client does not run it again.
+func (r *Runner) runInstall(ctx context.Context, vals map[string]any, configure func(*action.Install)) error {
+	var runErr error
+	ran := false
+	_, err := r.Client.Install(r.Name, r.Namespace, r.Chart, vals, func(i *action.Install) error {
+		configure(i)
+		i.Timeout = r.timeout()
+		i.ReleaseName, i.Namespace = r.Name, r.Namespace
+		_, runErr = i.RunWithContext(ctx, r.Chart, vals)
+		ran = true
+		return errRan
+	})
+	if !ran {
+		return err
+	}
+	return runErr
 }
 
 func (r *Runner) maxHistory() int {

@@ -5,6 +5,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // rollback rolls the release back to target, the revision that was deployed
@@ -23,6 +25,9 @@ func (r *Runner) rollback(target *release.Release) error {
 	}
 	rb := action.NewRollback(cfg)
 	rb.Version = target.Version
-	rb.MaxHistory = r.maxHistory()
+	r.rollbackOptions(rb)
+	if r.Actions != nil {
+		defer r.Actions.begin(r.Namespace, r.Name, status.ActionRollback)()
+	}
 	return rb.Run(r.Name)
 }

@@ -3,8 +3,10 @@ package release
 import (
 	"context"
 	"fmt"
+	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,6 +16,14 @@ import (
 // DefaultMaxHistory bounds the revisions Helm keeps per release, so that
 // retried failures cannot grow the history without limit.
 const DefaultMaxHistory = 10
+
+// DefaultTimeout bounds every Helm action, each hook included, when the
+// watch sets no timeout.
+const DefaultTimeout = 5 * time.Minute
+
+// DefaultShutdownGrace is how long a running Helm action may go on once the
+// operator is stopping, before it is cancelled.
+const DefaultShutdownGrace = 30 * time.Second
 
 // Runner runs the plan for one release.
 type Runner struct {
@@ -37,6 +47,20 @@ type Runner struct {
 	KubeReader client.Reader
 	// Options are the resource's per-action Helm options (its annotations).
 	Options HelmOptions
+	// Timeout bounds every Helm action and each of its hooks, and is the age
+	// after which a pending lock is stale; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// ShutdownGrace is how long a running install or upgrade may go on after
+	// the reconcile's context is cancelled (the operator is stopping) before
+	// it is cancelled too; 0 means DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// Actions is the process' registry of running actions and Tenure its
+	// time as the one reconciling; they judge pending locks. Nil Actions:
+	// no action is known to run; nil Tenure: one begun at the first use.
+	Actions *Actions
+	Tenure  *Tenure
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Result is what running a plan did.
@@ -53,6 +77,8 @@ type Result struct {
 	// Observed is false when it could not be read back.
 	State    State
 	Observed bool
+	// Unlocked is the stale lock this run removed before its action, nil for none.
+	Unlocked *Lock
 }
 
 // ProgressMessage says what running plan is about to do, for the Reconciling
@@ -76,6 +102,9 @@ func (r *Runner) ProgressMessage(plan Plan, st State) string {
 		return fmt.Sprintf("Retrying the failed install of release %s at revision %d", r.Name, next)
 	case PlanUpgrade:
 		return fmt.Sprintf("Upgrading release %s to revision %d", r.Name, next)
+	case PlanUnlock:
+		return fmt.Sprintf("Unlocking release %s revision %d, left %s by an operation that never finished, and going on at revision %d",
+			r.Name, st.Latest.Version, st.Latest.Info.Status, next)
 	}
 	return ""
 }
@@ -83,16 +112,22 @@ func (r *Runner) ProgressMessage(plan Plan, st State) string {
 // Run validates the values, runs the action plan calls for and, after an
 // install or upgrade, reads Helm's storage back. On failure the returned error is an *Error whose Revision is
 // the revision Helm stored for the attempt, if it stored one.
+//
+// An install or upgrade runs with a context that outlives ctx by
+// ShutdownGrace: controller-runtime cancels the reconcile's context as soon
+// as the operator starts stopping, and a Helm action cut short leaves its
+// release pending, so the action gets the grace period to finish; then it is
+// cancelled and Helm records it failed.
 func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[string]any) (Result, error) {
 	var res Result
 	var err error
 	switch plan {
 	case PlanInstall, PlanRetryInstall:
 		res.Action = status.ActionInstall
-		err = r.install(plan, before, vals)
+		err = r.running(ctx, res.Action, func(ctx context.Context) error { return r.install(ctx, plan, before, vals) })
 	case PlanUpgrade:
 		res.Action = status.ActionUpgrade
-		err = r.upgrade(before, vals)
+		err = r.running(ctx, res.Action, func(ctx context.Context) error { return r.upgrade(ctx, before, vals) })
 	case PlanReapply:
 		// Re-applying writes no revision: what Helm stores is unchanged, so
 		// the steady-state reconcile lists release storage once, not twice.
@@ -101,9 +136,11 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		var err error
 		res.Drifted, err = r.reapply(ctx, before)
 		return res, err
-	case PlanPending:
+	case PlanUnlock:
+		return r.unlockAndRun(ctx, before, vals)
+	case PlanLocked:
 		res.State, res.Observed = before, true
-		return res, r.pending(before)
+		return res, r.locked(before)
 	default:
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
@@ -120,6 +157,13 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		if e, ok := err.(*Error); ok {
 			if e.Revision == 0 {
 				e.Revision = storedRevision(before, after)
+				if e.Revision > 0 {
+					helmAction := "upgrade" // a retried install is an upgrade over the failed one
+					if plan == PlanInstall {
+						helmAction = "install"
+					}
+					e.Err = nameHook(e.Err, after.Latest, helmAction, r.timeout())
+				}
 			}
 			r.remediate(&res, after, e)
 		}
@@ -140,6 +184,87 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	return res, nil
 }
 
+// unlockAndRun removes a stale lock and, in the same pass, runs the plan
+// that follows from the storage read back: an install that never finished
+// is installed again, an upgrade is upgraded over, and the last deployed
+// revision stays the one deployed until then.
+func (r *Runner) unlockAndRun(ctx context.Context, before State, vals map[string]any) (Result, error) {
+	lock, err := r.unlock(before)
+	if err != nil {
+		return Result{State: before, Observed: true}, err
+	}
+	after, err := Observe(r.Client, r.Name)
+	if err != nil {
+		return Result{Unlocked: lock}, err
+	}
+	next := Decide(after, Desired{ValuesDigest: ValuesDigest(vals), ChartDigest: r.ChartDigest})
+	if next == PlanUnlock || next == PlanLocked {
+		return Result{Unlocked: lock, State: after, Observed: true}, &Error{Reason: status.ReasonReleaseLocked,
+			Summary: fmt.Sprintf("Release %s is still locked after unlocking revision %d", r.Name, lock.Revision)}
+	}
+	res, err := r.Run(ctx, next, after, vals)
+	res.Unlocked = lock
+	return res, err
+}
+
+// running runs act as an action of this process on the release, recorded
+// in the registry, with a context that outlives ctx by ShutdownGrace.
+func (r *Runner) running(ctx context.Context, act string, run func(context.Context) error) error {
+	if r.Actions != nil {
+		defer r.Actions.begin(r.Namespace, r.Name, act)()
+	}
+	actx, cancel := GraceContext(ctx, r.shutdownGrace())
+	defer cancel()
+	return run(actx)
+}
+
+// GraceContext returns a context that is cancelled grace after ctx is, or
+// when the returned cancel function is called.
+func GraceContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(actx, func() { t.Stop() })
+	})
+	return actx, func() { stop(); cancel() }
+}
+
+// rollbackOptions configures a Helm rollback (the remediation of a failed
+// upgrade, rollback.go) as the runner's other actions are: bounded by
+// Timeout, each hook included.
+func (r *Runner) rollbackOptions(rb *action.Rollback) {
+	rb.Timeout = r.timeout()
+	rb.MaxHistory = r.maxHistory()
+}
+
+func (r *Runner) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (r *Runner) shutdownGrace() time.Duration {
+	if r.ShutdownGrace > 0 {
+		return r.ShutdownGrace
+	}
+	return DefaultShutdownGrace
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) tenure() *Tenure {
+	if r.Tenure == nil {
+		r.Tenure = NewTenure(r.now())
+	}
+	return r.Tenure
+}
+
 // storedRevision is the revision Helm wrote for a failed attempt: a newer
 // latest revision than before, or 0 when Helm wrote none.
 func storedRevision(before, after State) int {
@@ -150,13 +275,6 @@ func storedRevision(before, after State) int {
 		return after.Latest.Version
 	}
 	return 0
-}
-
-func (r *Runner) pending(st State) error {
-	l := st.Latest
-	return &Error{Reason: status.ReasonReleasePending,
-		Summary: fmt.Sprintf("Release %s revision %d is locked in %s by an operation that never finished",
-			r.Name, l.Version, l.Info.Status)}
 }
 
 func (r *Runner) labels() map[string]string {

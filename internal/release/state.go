@@ -25,6 +25,9 @@ type State struct {
 	Latest *release.Release
 	// Deployed is the revision whose status is deployed, nil when none is.
 	Deployed *release.Release
+	// Lock is the verdict on a pending Latest, nil when Latest is not pending
+	// or was not judged (see Runner.Observe).
+	Lock *Lock
 }
 
 // Observe reads the release's history from Helm's storage (one label-scoped
@@ -63,8 +66,12 @@ const (
 	PlanUpgrade Plan = "Upgrade"
 	// PlanReapply re-applies the deployed revision's objects to correct drift.
 	PlanReapply Plan = "Reapply"
-	// PlanPending means an operation that never finished holds the release's lock.
-	PlanPending Plan = "Pending"
+	// PlanUnlock marks a stale pending latest revision failed, then goes on
+	// in the same pass with the plan that follows (see unlock.go).
+	PlanUnlock Plan = "Unlock"
+	// PlanLocked means a pending latest revision that is not stale yet holds
+	// the release's lock: nothing runs until it is stale.
+	PlanLocked Plan = "Locked"
 )
 
 // Desired is what the resource asks for.
@@ -73,25 +80,45 @@ type Desired struct {
 	ChartDigest  string
 }
 
+// decisions is Decide's table: the first row whose condition holds gives the
+// plan. st.Lock is the verdict on a pending latest revision (JudgeLock).
+var decisions = []struct {
+	when func(st State, want Desired) bool
+	plan Plan
+}{
+	// Never installed, or uninstalled with its history kept.
+	{func(st State, _ Desired) bool {
+		l := st.Latest
+		return l == nil || l.Info == nil || l.Info.Status == release.StatusUninstalled
+	}, PlanInstall},
+	// An operation left the release pending and nobody runs it any more.
+	{func(st State, _ Desired) bool {
+		return st.Latest.Info.Status.IsPending() && st.Lock != nil && st.Lock.Stale
+	}, PlanUnlock},
+	// Pending, and it may still be running somewhere: wait.
+	{func(st State, _ Desired) bool { return st.Latest.Info.Status.IsPending() }, PlanLocked},
+	// The latest attempt failed (or was superseded oddly) and nothing was ever deployed.
+	{func(st State, _ Desired) bool {
+		return st.Latest.Info.Status != release.StatusDeployed && st.Deployed == nil
+	}, PlanRetryInstall},
+	// The latest attempt failed over a deployed revision: try again.
+	{func(st State, _ Desired) bool { return st.Latest.Info.Status != release.StatusDeployed }, PlanUpgrade},
+	// The values or the chart changed.
+	{func(st State, want Desired) bool {
+		return ValuesDigest(st.Latest.Config) != want.ValuesDigest || st.Latest.Labels[LabelChartDigest] != want.ChartDigest
+	}, PlanUpgrade},
+	// Deployed as asked: correct drift.
+	{func(State, Desired) bool { return true }, PlanReapply},
+}
+
 // Decide picks the next action from the state alone; it never touches the cluster.
 func Decide(st State, want Desired) Plan {
-	latest := st.Latest
-	switch {
-	case latest == nil || latest.Info == nil || latest.Info.Status == release.StatusUninstalled:
-		return PlanInstall
-	case latest.Info.Status.IsPending():
-		return PlanPending
-	case latest.Info.Status != release.StatusDeployed:
-		// The latest attempt failed (or was superseded oddly): try again.
-		if st.Deployed == nil {
-			return PlanRetryInstall
+	for _, d := range decisions {
+		if d.when(st, want) {
+			return d.plan
 		}
-		return PlanUpgrade
-	case ValuesDigest(latest.Config) != want.ValuesDigest || latest.Labels[LabelChartDigest] != want.ChartDigest:
-		return PlanUpgrade
-	default:
-		return PlanReapply
 	}
+	return PlanReapply
 }
 
 // Describe turns a Helm release into the status' description of it.

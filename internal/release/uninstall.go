@@ -15,6 +15,7 @@ import (
 // history; with keepHistory the revision stays, marked uninstalled, so that
 // its manifest still names the objects (see Lingering), and a later
 // Uninstall(false) purges it. A release that is already gone is a success.
+// Each pre- and post-delete hook is bounded by the runner's Timeout.
 //
 // On failure it returns an *Error with reason UninstallError. Helm reports a
 // failed deletion of objects only as "failed to delete release" and writes the
@@ -32,6 +33,9 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 			forward(format, v...)
 		}
 		defer func() { cfg.Log = forward }()
+	}
+	if r.Actions != nil {
+		defer r.Actions.begin(r.Namespace, r.Name, status.ActionUninstall)()
 	}
 	err := r.uninstall(keepHistory)
 	if err == nil {
@@ -51,6 +55,7 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 func (r *Runner) uninstall(keepHistory bool) error {
 	_, err := r.Client.Uninstall(r.Name, func(u *action.Uninstall) error {
 		u.KeepHistory = keepHistory
+		u.Timeout = r.timeout()
 		r.Options.uninstall(u)
 		return nil
 	})

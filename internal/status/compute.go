@@ -338,6 +338,9 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 			what = "The " + o.Err.Action
 		}
 		msg := fmt.Sprintf("%s failed (%d consecutive failures); retrying in %s", what, c.s.Failures, o.RetryAfter)
+		if o.Err.Reason == ReasonReleaseLocked {
+			msg = fmt.Sprintf("Waiting for the release's lock to be released or to become stale; trying again in %s", o.RetryAfter)
+		}
 		if o.Deleting {
 			msg = fmt.Sprintf("The deletion is being retried in %s (%d consecutive failures); the finalizer stays until the release is uninstalled", o.RetryAfter, c.s.Failures)
 		}

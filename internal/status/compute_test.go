@@ -188,6 +188,21 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a release locked by an operation that may still run waits for the lock",
+		prev: func() Status { return Status{} },
+		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, RetryAfter: 4 * time.Minute,
+			Err: &Failure{Reason: ReasonReleaseLocked, Message: "Release web revision 1 is locked in pending-install by an operation that has not finished, written 1m0s ago; it is unlocked at 2026-11-29T12:04:00Z, when it is older than the watch's timeout 5m0s"}},
+		want: want{TypeReady: "False/ReleaseLocked", TypeIrreconcilable: "True/ReleaseLocked", TypeReconciling: "True/Retrying",
+			TypeDeployed: "False/NotDeployed", TypeReleaseFailed: "False/NoFailure", TypeStalled: "False/NotStalled"},
+		check: func(t *testing.T, s Status) {
+			if c := meta.FindStatusCondition(s.Conditions, TypeReconciling); !strings.Contains(c.Message, "lock") || !strings.Contains(c.Message, "4m0s") {
+				t.Errorf("Reconciling message %q does not say it waits for the lock, and how long", c.Message)
+			}
+			if s.FailedRelease != nil {
+				t.Errorf("a lock is no failed Helm action: failedRelease %+v", s.FailedRelease)
+			}
+		},
+	}, {
 		name: "the finalizer cannot be added",
 		prev: func() Status { return Status{} },
 		out: Outcome{Generation: 1, Now: now,

@@ -60,9 +60,10 @@ const (
 	ReasonErrorGettingReleaseState = "ErrorGettingReleaseState"
 	ReasonErrorAddingFinalizer     = "ErrorAddingFinalizer"
 	ReasonErrorRemovingFinalizer   = "ErrorRemovingFinalizer"
-	// ReasonReleasePending: the latest release is locked in a pending state by an
-	// operation that never finished.
-	ReasonReleasePending = "ReleasePending"
+	// ReasonReleaseLocked: the latest revision is locked in a pending state
+	// by an operation that may still be running (another process's, or this
+	// one's); it is unlocked once stale. It replaces ReleasePending.
+	ReasonReleaseLocked = "ReleaseLocked"
 	// ReasonReconcileSuccessful: Irreconcilable=False, the last reconcile completed.
 	ReasonReconcileSuccessful = "ReconcileSuccessful"
 	// ReasonNoReconcileError: Irreconcilable=False while a Helm action failed; ReleaseFailed has the verdict.

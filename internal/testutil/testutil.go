@@ -139,7 +139,7 @@ func StartOperator(t testing.TB, cfg *rest.Config, watchesPath string, namespace
 			t.Errorf("operator stopped with an error: %v", err)
 		}
 	}()
-	stop = func() { cancel(); wg.Wait() }
+	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
 	t.Cleanup(stop)
 	return stop
 }

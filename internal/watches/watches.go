@@ -43,6 +43,10 @@ type Watch struct {
 	// upgrades of one generation before the resource is Stalled
 	// (RetriesExhausted); nil means DefaultMaxRetries, 0 no bound.
 	MaxRetries *int
+	// Timeout, our extension, bounds every Helm action of the watch's
+	// releases (install, upgrade, rollback, uninstall, each hook included)
+	// and is the age after which a pending release lock is stale.
+	Timeout *metav1.Duration
 }
 
 // Remediation settings of a watch entry.
@@ -72,6 +76,7 @@ type entry struct {
 	InstallRemediation      *string               `json:"installRemediation,omitempty"`
 	UninstallWait           *bool                 `json:"uninstallWait,omitempty"`
 	MaxRetries              *int                  `json:"maxRetries,omitempty"`
+	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -118,7 +123,8 @@ func parse(raw []byte) ([]Watch, error) {
 			UpgradeRemediation: orDefault(e.UpgradeRemediation, UpgradeRemediationNone),
 			InstallRemediation: orDefault(e.InstallRemediation, InstallRemediationNone),
 			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
-			MaxRetries:         e.MaxRetries}
+			MaxRetries:         e.MaxRetries,
+			Timeout:            e.Timeout}
 	}
 	return out, nil
 }
@@ -146,6 +152,8 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field reconcilePeriod must not be negative, got %s", name, e.ReconcilePeriod.Duration)
 	case e.ReadinessTimeout != nil && e.ReadinessTimeout.Duration < 0:
 		return fmt.Errorf("%s: field readinessTimeout must not be negative, got %s", name, e.ReadinessTimeout.Duration)
+	case e.Timeout != nil && e.Timeout.Duration < 0:
+		return fmt.Errorf("%s: field timeout must not be negative, got %s", name, e.Timeout.Duration)
 	case e.MaxRetries != nil && *e.MaxRetries < 0:
 		return fmt.Errorf("%s: field maxRetries must not be negative (0 means no bound), got %d", name, *e.MaxRetries)
 	}
@@ -225,7 +233,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
@@ -251,4 +259,12 @@ func (w Watch) Retries() int {
 		return *w.MaxRetries
 	}
 	return DefaultMaxRetries
+}
+
+// ActionTimeout returns the watch's timeout, or def when it is unset or 0.
+func (w Watch) ActionTimeout(def time.Duration) time.Duration {
+	if w.Timeout != nil && w.Timeout.Duration > 0 {
+		return w.Timeout.Duration
+	}
+	return def
 }

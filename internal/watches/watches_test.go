@@ -41,6 +41,7 @@ func TestLoadGoodFile(t *testing.T) {
   selector:
     matchLabels: {tier: web}
   maxRetries: 3
+  timeout: 90s
 - {group: web.helmapp.io, version: v1alpha1, kind: Other, chart: CHART}
 - {group: web.helmapp.io, version: v1alpha1, kind: Unbounded, chart: CHART, maxRetries: 0}
 `))
@@ -56,6 +57,9 @@ func TestLoadGoodFile(t *testing.T) {
 	}
 	if w.OverrideValues["image.tag"] != "9.9.9" {
 		t.Errorf("override values not expanded from the environment: %v", w.OverrideValues)
+	}
+	if w.ActionTimeout(5*time.Minute) != 90*time.Second {
+		t.Errorf("timeout %s, want 90s", w.ActionTimeout(5*time.Minute))
 	}
 	if !*w.WatchDependentResources {
 		t.Errorf("watchDependentResources should default to true")
@@ -83,6 +87,7 @@ func TestLoadRemediationAndUninstallWait(t *testing.T) {
 func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 	tests := []struct{ name, content, want string }{
 		{"unknown field", "- {group: g, version: v1, kind: A, chart: CHART, chartz: x}", `entry 1: unknown field "chartz"`},
+		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout)"},
 		{"wrong type", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxConcurrentReconciles: two}", "entry 2: field maxConcurrentReconciles: json: cannot unmarshal string"},
 		{"missing kind", "- {group: g, version: v1, chart: CHART}", "entry 1: (g/v1 ): field kind is required"},
 		{"missing chart dir", "- {group: g, version: v1, kind: A, chart: /nonexistent/chart}", "entry 1: (g/v1 A): field chart: stat /nonexistent/chart"},
@@ -90,7 +95,9 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
 		{"negative maxRetries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxRetries: -1}", "entry 2: (g/v1 B): field maxRetries must not be negative (0 means no bound), got -1"},
 		{"maxRetries not a number", "- {group: g, version: v1, kind: A, chart: CHART, maxRetries: often}", "entry 1: field maxRetries: json: cannot unmarshal string"},
-		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries)"},
+		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries, timeout)"},
+		{"negative timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: -1m}", "entry 1: (g/v1 A): field timeout must not be negative, got -1m0s"},
+		{"bad timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: soon}", "entry 1: field timeout: time: invalid duration"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},
 		{"duplicate kind", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "duplicate GVK"},
 		{"bad upgradeRemediation", "- {group: g, version: v1, kind: A, chart: CHART, upgradeRemediation: uninstall}", `entry 1: (g/v1 A): field upgradeRemediation must be one of none, rollback, got "uninstall"`},

@@ -35,8 +35,9 @@ const (
 	pollInterval  = 250 * time.Millisecond
 	retryInterval = 100 * time.Millisecond
 	// operatorStopGrace is how long the operator gets after SIGTERM (it
-	// gives a running Helm action up to 30s).
-	operatorStopGrace = 40 * time.Second
+	// gives a running Helm action up to 30s, then 10s to record its
+	// cancellation).
+	operatorStopGrace = 50 * time.Second
 )
 
 var (
@@ -47,18 +48,32 @@ var (
 
 // env is one test's namespace with its own operator process.
 type env struct {
-	t       *testing.T
-	ns      string
-	dir     string
-	logPath string
-	op      *operator
+	t           *testing.T
+	ns          string
+	dir         string
+	logPath     string
+	watchesPath string
+	// op is the operator process now running (see kill and restart).
+	op *operator
+	// starts counts the operator processes started, for their log names.
+	starts int
 }
 
 // watchOptions adjust the watches file written for a test's operator.
 type watchOptions struct {
 	// readinessTimeout, when set, is set on every watch.
 	readinessTimeout string
+	// hooked adds the test kind Hooked (test.helmapp.io/v1), released from
+	// the reconciler tests' chart internal/reconciler/testdata/charts/hooked,
+	// whose spec `block: true` adds a pre-install/pre-upgrade hook Job that
+	// never completes; its CRD is applied.
+	hooked bool
+	// timeout, when set, is set on every watch.
+	timeout string
 }
+
+// hookedGVR is the Hooked test kind (watchOptions.hooked).
+var hookedGVR = schema.GroupVersionResource{Group: "test.helmapp.io", Version: "v1", Resource: "hookeds"}
 
 // newEnv creates a namespace and starts an operator watching only it, with a
 // copy of the repository's watches.yaml (chart paths made absolute). Cleanup
@@ -75,29 +90,64 @@ func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 		}
 	})
 
-	watchesPath := filepath.Join(e.dir, "watches.yaml")
-	if err := writeWatches(watchesPath, w); err != nil {
+	if w.hooked {
+		crd := filepath.Join(suite.root, "internal", "reconciler", "testdata", "crds", "test.helmapp.io_hookeds.yaml")
+		e.kubectl("apply", "-f", crd)
+		e.kubectl("wait", "--for=condition=Established", "crd/hookeds.test.helmapp.io", "--timeout="+deadline.String())
+	}
+	e.watchesPath = filepath.Join(e.dir, "watches.yaml")
+	if err := writeWatches(e.watchesPath, w); err != nil {
 		t.Fatal(err)
 	}
-	op, err := startOperator(e.dir, watchesPath, e.logPath, e.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.op = op
-	t.Logf("namespace %s; operator pid %d, log %s", e.ns, op.cmd.Process.Pid, e.logPath)
+	e.restart()
 	t.Cleanup(func() {
-		if err := op.stop(); err != nil {
+		if err := e.op.stop(); err != nil {
 			t.Errorf("%v (operator log: %s)", err, e.logPath)
 		}
 	})
+	kinds := []string{"nginx"}
+	if w.hooked {
+		kinds = append(kinds, "hookeds")
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		defer cancel()
-		if _, err := suite.cp.Kubectl(ctx, "delete", "nginx", "--all", "-n", e.ns, "--timeout=90s"); err != nil {
-			t.Errorf("deleting the test's resources (the operator uninstalls their releases): %v (operator log: %s)", err, e.logPath)
+		for _, kind := range kinds {
+			if _, err := suite.cp.Kubectl(ctx, "delete", kind, "--all", "-n", e.ns, "--timeout=90s"); err != nil {
+				t.Errorf("deleting the test's resources (the operator uninstalls their releases): %v (operator log: %s)", err, e.logPath)
+			}
 		}
 	})
 	return e
+}
+
+// restart starts an operator process for the test (the first, or one after
+// kill), logging to operator.log, then operator-2.log, ...
+func (e *env) restart() {
+	e.t.Helper()
+	e.starts++
+	if e.starts > 1 {
+		e.logPath = filepath.Join(e.dir, fmt.Sprintf("operator-%d.log", e.starts))
+	}
+	op, err := startOperator(e.dir, e.watchesPath, e.logPath, e.ns)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.op = op
+	e.t.Logf("namespace %s; operator pid %d, log %s", e.ns, op.cmd.Process.Pid, e.logPath)
+}
+
+// kill kills the operator process with SIGKILL, as the kernel's OOM killer
+// or a node failure would, and waits until it is gone. Restart it with
+// restart before the test ends.
+func (e *env) kill() {
+	e.t.Helper()
+	if err := e.op.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		e.fatalf("killing the operator: %v", err)
+	}
+	<-e.op.done
+	_ = e.op.logFile.Close()
+	e.t.Logf("operator pid %d killed (%v)", e.op.cmd.Process.Pid, e.op.waitErr)
 }
 
 // writeWatches writes the repository's watches.yaml with absolute chart
@@ -117,6 +167,15 @@ func writeWatches(path string, w watchOptions) error {
 		}
 		if w.readinessTimeout != "" {
 			entry["readinessTimeout"] = w.readinessTimeout
+		}
+	}
+	if w.hooked {
+		entries = append(entries, map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked",
+			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")})
+	}
+	for _, entry := range entries {
+		if w.timeout != "" {
+			entry["timeout"] = w.timeout
 		}
 	}
 	out, err := yaml.Marshal(entries)

@@ -1,0 +1,63 @@
+package release
+
+import (
+	"sync"
+	"time"
+)
+
+// Actions is the registry of the Helm actions this process is running, by
+// release (namespace/name). One registry is shared by every reconciler of the
+// process, so that a pending lock one of them holds is never taken for stale.
+type Actions struct {
+	mu      sync.Mutex
+	running map[string]string
+}
+
+// NewActions returns an empty registry.
+func NewActions() *Actions { return &Actions{running: map[string]string{}} }
+
+// begin records that act runs on release ns/name; the returned function ends it.
+func (a *Actions) begin(ns, name, act string) (end func()) {
+	key := ns + "/" + name
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.running[key] = act
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		delete(a.running, key)
+	}
+}
+
+// Running returns the action this process runs on release ns/name, "" for none.
+func (a *Actions) Running(ns, name string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running[ns+"/"+name]
+}
+
+// Tenure is since when this process is the one reconciling: its start, then
+// the moment it won leader election. A pending lock written before then was
+// written by an operation of another process, which is not running it for
+// this one.
+type Tenure struct {
+	mu    sync.Mutex
+	since time.Time
+}
+
+// NewTenure returns a tenure that began at start.
+func NewTenure(start time.Time) *Tenure { return &Tenure{since: start} }
+
+// Begin moves the tenure's start to at (this process won leader election).
+func (t *Tenure) Begin(at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.since = at
+}
+
+// Since is when this process became the one reconciling.
+func (t *Tenure) Since() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.since
+}
