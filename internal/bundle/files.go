@@ -215,5 +215,7 @@ func OptionsFromBundle(root string) (Options, error) {
 		DefaultChannel:    ann[KeyDefaultChannel],
 		OpenShiftVersions: ann[KeyOpenShiftVersions],
 		CreatedAt:         created,
+		Replaces:          csv.Spec.Replaces,
+		SkipRange:         csv.Annotations[skipRangeAnnotation],
 	}, nil
 }
