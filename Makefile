@@ -127,6 +127,18 @@ bundle: ## Generate bundle/ and bundle.Dockerfile for VERSION and IMG from confi
 bundle-validate: ## Validate bundle/ as `operator-sdk bundle validate --select-optional suite=operatorframework` would.
 	$(GO) run ./hack/genbundle --validate-only --k8s-version $(BUNDLE_K8S_VERSION)
 
+# The file-based catalog: CATALOG_BUNDLES are bundle directories, one per
+# version (e.g. an older release's bundle/ checked out elsewhere, then bundle);
+# their replaces / olm.skipRange make the channel graph.
+CATALOG_BUNDLES ?= bundle
+CATALOG_DIR ?= catalog
+# Each bundle's image in the catalog, from its version (as bundle-build tags it).
+BUNDLE_IMG_TEMPLATE ?= quay.io/helmapp/helm-app-operator-bundle:v{{.Version}}
+
+.PHONY: catalog
+catalog: ## Render a file-based catalog (package, channels, bundles) of CATALOG_BUNDLES into CATALOG_DIR and validate it with opm's library.
+	$(GO) run ./hack/gencatalog --bundles "$(CATALOG_BUNDLES)" --out $(CATALOG_DIR) --image-template '$(BUNDLE_IMG_TEMPLATE)'
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a Docker engine).
 	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
