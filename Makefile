@@ -109,14 +109,35 @@ DEFAULT_CHANNEL ?=
 OPENSHIFT_VERSIONS ?= v4.17
 BUNDLE_K8S_VERSION ?= 1.36
 BUNDLE_IMG ?= quay.io/helmapp/helm-app-operator-bundle:v$(VERSION)
+# The upgrade graph: the CSV this version replaces (helm-app-operator.v<old>)
+# and an olm.skipRange (e.g. '>=0.1.0 <0.2.0'); both empty for the first release.
+REPLACES ?=
+SKIP_RANGE ?=
+# A YAML file mapping each image (as config/ names it, with its tag) to its
+# digest (sha256:...): the bundle then refers to every image by digest and
+# declares the disconnected feature. Empty: images stay tags.
+IMAGE_DIGESTS ?=
 
 .PHONY: bundle
 bundle: ## Generate bundle/ and bundle.Dockerfile for VERSION and IMG from config/, then validate it.
-	$(GO) run ./hack/genbundle --version $(VERSION) --image $(IMG) --channels $(CHANNELS) --default-channel "$(DEFAULT_CHANNEL)" --openshift-versions "$(OPENSHIFT_VERSIONS)" --k8s-version $(BUNDLE_K8S_VERSION)
+	$(GO) run ./hack/genbundle --version $(VERSION) --image $(IMG) --channels $(CHANNELS) --default-channel "$(DEFAULT_CHANNEL)" --openshift-versions "$(OPENSHIFT_VERSIONS)" --k8s-version $(BUNDLE_K8S_VERSION) \
+		--replaces "$(REPLACES)" --skip-range "$(SKIP_RANGE)" --image-digests "$(IMAGE_DIGESTS)"
 
 .PHONY: bundle-validate
 bundle-validate: ## Validate bundle/ as `operator-sdk bundle validate --select-optional suite=operatorframework` would.
 	$(GO) run ./hack/genbundle --validate-only --k8s-version $(BUNDLE_K8S_VERSION)
+
+# The file-based catalog: CATALOG_BUNDLES are bundle directories, one per
+# version (e.g. an older release's bundle/ checked out elsewhere, then bundle);
+# their replaces / olm.skipRange make the channel graph.
+CATALOG_BUNDLES ?= bundle
+CATALOG_DIR ?= catalog
+# Each bundle's image in the catalog, from its version (as bundle-build tags it).
+BUNDLE_IMG_TEMPLATE ?= quay.io/helmapp/helm-app-operator-bundle:v{{.Version}}
+
+.PHONY: catalog
+catalog: ## Render a file-based catalog (package, channels, bundles) of CATALOG_BUNDLES into CATALOG_DIR and validate it with opm's library.
+	$(GO) run ./hack/gencatalog --bundles "$(CATALOG_BUNDLES)" --out $(CATALOG_DIR) --image-template '$(BUNDLE_IMG_TEMPLATE)'
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image BUNDLE_IMG (needs a Docker engine).

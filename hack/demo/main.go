@@ -1,6 +1,7 @@
 // Command demo is `make demo`: it starts the project's local cluster
 // (kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok with
-// one fake 8-CPU node), installs the CRDs, runs the operator binary
+// one fake 8-CPU node), installs the CRDs, labels the samples' namespace to
+// enforce Pod Security "restricted", runs the operator binary
 // (bin/manager) against it, applies config/samples and waits until they are
 // Ready because their Deployments really became Available. Then it asks for
 // more CPU than the node has, shows Ready=False with the pod's Unschedulable
@@ -67,6 +68,18 @@ func run(keep bool, workDir string) error {
 	}
 	if err := d.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/nginxes.web.helmapp.io", "crd/echoes.web.helmapp.io"); err != nil {
 		return err
+	}
+
+	step("Enforcing Pod Security \"restricted\" in the samples' namespace (the API server refuses any pod that does not pass it)")
+	if err := d.kubectl(ctx, "label", "namespace", "default", "--overwrite",
+		"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest"); err != nil {
+		return err
+	}
+	fmt.Println("A pod without a restricted securityContext is refused:")
+	if err := d.kubectl(ctx, "run", "not-restricted", "--image=nginx", "--dry-run=server"); err == nil {
+		return errors.New("the API server admitted a pod that is not restricted: PodSecurity admission is not enforcing")
+	} else {
+		fmt.Println(err)
 	}
 
 	step("Starting the operator (bin/manager; log in " + filepath.Join(workDir, "operator.log") + ")")

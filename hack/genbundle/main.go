@@ -5,6 +5,7 @@
 // internal/bundle.
 //
 //	go run ./hack/genbundle --version 0.1.0 --image quay.io/helmapp/helm-app-operator:0.1.0
+//	go run ./hack/genbundle --version 0.2.0 --image ... --replaces helm-app-operator.v0.1.0 --image-digests digests.yaml
 //	go run ./hack/genbundle --validate-only
 package main
 
@@ -21,7 +22,7 @@ import (
 
 func main() {
 	var opts bundle.Options
-	var channels, k8sVersion string
+	var channels, k8sVersion, digests string
 	var validateOnly bool
 	flag.StringVar(&opts.Root, "root", ".", "The checkout: config/, watches.yaml and helm-charts/ are read from it, bundle/ and bundle.Dockerfile written to it.")
 	flag.StringVar(&opts.Version, "version", "", "The operator's semantic version (without a leading v).")
@@ -30,12 +31,22 @@ func main() {
 	flag.StringVar(&opts.DefaultChannel, "default-channel", "", "The package's default channel; the first channel when empty.")
 	flag.StringVar(&opts.OpenShiftVersions, "openshift-versions", "v4.17", "The com.redhat.openshift.versions annotation; empty omits it.")
 	flag.StringVar(&k8sVersion, "k8s-version", bundle.DefaultK8sVersion, "Kubernetes version the deprecated-API checks look ahead to.")
+	flag.StringVar(&opts.Replaces, "replaces", "", "The CSV this version upgrades (spec.replaces), e.g. helm-app-operator.v0.1.0; empty for none.")
+	flag.StringVar(&opts.SkipRange, "skip-range", "", "The olm.skipRange annotation, e.g. '>=0.1.0 <0.2.0'; empty for none.")
+	flag.StringVar(&digests, "image-digests", "", "A YAML file mapping every image (as config/ names it) to its digest (sha256:...); the bundle then refers to digests only.")
 	flag.BoolVar(&validateOnly, "validate-only", false, "Only validate the bundle already in bundle/.")
 	flag.Parse()
 
 	if !validateOnly {
 		opts.Channels = strings.Split(channels, ",")
 		opts.CreatedAt = time.Now()
+		if digests != "" {
+			m, err := bundle.ReadDigests(digests)
+			if err != nil {
+				fail(err)
+			}
+			opts.ImageDigests = m
+		}
 		files, err := bundle.Generate(opts)
 		if err != nil {
 			fail(err)

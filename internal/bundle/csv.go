@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/blang/semver/v4"
@@ -18,6 +20,10 @@ import (
 // targetNamespacesPath is where OLM puts the OperatorGroup's target
 // namespaces on the operator's pod ("" for all namespaces).
 const targetNamespacesPath = "metadata.annotations['olm.targetNamespaces']"
+
+// skipRangeAnnotation is OLM's annotation for the versions a CSV upgrades
+// directly (skipping the versions between).
+const skipRangeAnnotation = "olm.skipRange"
 
 // watchNamespaceEnv is the variable the operator reads its namespaces from.
 const watchNamespaceEnv = "WATCH_NAMESPACE"
@@ -61,7 +67,16 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 	if csv.Annotations == nil {
 		csv.Annotations = map[string]string{}
 	}
-	csv.Annotations["containerImage"] = in.opts.Image
+	pins, err := newPinner(in.opts.ImageDigests)
+	if err != nil {
+		return nil, err
+	}
+	if csv.Annotations["containerImage"], err = pins.pin(in.opts.Image); err != nil {
+		return nil, fmt.Errorf("the manager's image: %w", err)
+	}
+	if err := setUpgradeEdges(csv, in.pkg, v, in.opts); err != nil {
+		return nil, err
+	}
 	csv.Annotations["createdAt"] = in.opts.CreatedAt.UTC().Format(time.RFC3339)
 
 	examples := make([]map[string]any, 0, len(in.examples))
@@ -83,6 +98,9 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 		if err := checkWatchNamespace(&d, csv.Spec.InstallModes); err != nil {
 			return nil, err
 		}
+		if err := pinDeployment(&d, pins); err != nil {
+			return nil, err
+		}
 		specs = append(specs, v1alpha1.StrategyDeploymentSpec{Name: d.Name, Label: d.Labels, Spec: d.Spec})
 	}
 	csv.Spec.InstallStrategy = v1alpha1.NamedInstallStrategy{
@@ -96,7 +114,45 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 	if csv.Spec.RelatedImages, err = related(specs); err != nil {
 		return nil, err
 	}
+	if unused := pins.unused(); len(unused) > 0 {
+		return nil, fmt.Errorf("the image digests name images the bundle does not use: %s", strings.Join(unused, ", "))
+	}
+	// OpenShift's disconnected feature: true only when a mirror can serve
+	// every image, that is when each one is pinned to a digest.
+	csv.Annotations[disconnectedAnnotation] = strconv.FormatBool(allDigests(csv.Spec.RelatedImages))
 	return csv, nil
+}
+
+// setUpgradeEdges sets the CSV's place in the upgrade graph: spec.replaces
+// (the CSV this one upgrades, <package>.v<version> of a lower version) and
+// the olm.skipRange annotation (a semver range of versions this one upgrades
+// directly; it must not include this version).
+func setUpgradeEdges(csv *v1alpha1.ClusterServiceVersion, pkg string, v semver.Version, opts Options) error {
+	if opts.Replaces != "" {
+		rv, ok := strings.CutPrefix(opts.Replaces, pkg+".v")
+		if !ok {
+			return fmt.Errorf("replaces %q is not %s.v<version>", opts.Replaces, pkg)
+		}
+		prev, err := semver.Parse(rv)
+		if err != nil {
+			return fmt.Errorf("replaces %q: %w", opts.Replaces, err)
+		}
+		if !prev.LT(v) {
+			return fmt.Errorf("replaces %q: an upgrade must replace a lower version than %s", opts.Replaces, v)
+		}
+		csv.Spec.Replaces = opts.Replaces
+	}
+	if opts.SkipRange != "" {
+		r, err := semver.ParseRange(opts.SkipRange)
+		if err != nil {
+			return fmt.Errorf("skip range %q: %w", opts.SkipRange, err)
+		}
+		if r(v) {
+			return fmt.Errorf("skip range %q includes this version %s", opts.SkipRange, v)
+		}
+		csv.Annotations[skipRangeAnnotation] = opts.SkipRange
+	}
+	return nil
 }
 
 // checkWatchNamespace checks that a Deployment of an operator that supports

@@ -158,7 +158,13 @@ func dockerfile(ls []label) []byte {
 
 // ReadAnnotations reads bundle/metadata/annotations.yaml under root.
 func ReadAnnotations(root string) (map[string]string, error) {
-	raw, err := os.ReadFile(filepath.Join(root, AnnotationsYAML))
+	return ReadBundleAnnotations(filepath.Join(root, BundleDir))
+}
+
+// ReadBundleAnnotations reads metadata/annotations.yaml of the bundle
+// directory dir.
+func ReadBundleAnnotations(dir string) (map[string]string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -173,12 +179,18 @@ func ReadAnnotations(root string) (map[string]string, error) {
 
 // ReadCSV reads the bundle's ClusterServiceVersion under root.
 func ReadCSV(root string) (*v1alpha1.ClusterServiceVersion, error) {
-	matches, err := filepath.Glob(filepath.Join(root, ManifestsDir, "*.clusterserviceversion.yaml"))
+	return ReadBundleCSV(filepath.Join(root, BundleDir))
+}
+
+// ReadBundleCSV reads the ClusterServiceVersion of the bundle directory dir
+// (the one holding manifests/ and metadata/).
+func ReadBundleCSV(dir string) (*v1alpha1.ClusterServiceVersion, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "manifests", "*.clusterserviceversion.yaml"))
 	if err != nil {
 		return nil, err
 	}
 	if len(matches) != 1 {
-		return nil, fmt.Errorf("%s: want one *.clusterserviceversion.yaml, found %d", ManifestsDir, len(matches))
+		return nil, fmt.Errorf("%s: want one *.clusterserviceversion.yaml, found %d", filepath.Join(dir, "manifests"), len(matches))
 	}
 	raw, err := os.ReadFile(matches[0])
 	if err != nil {
@@ -215,5 +227,7 @@ func OptionsFromBundle(root string) (Options, error) {
 		DefaultChannel:    ann[KeyDefaultChannel],
 		OpenShiftVersions: ann[KeyOpenShiftVersions],
 		CreatedAt:         created,
+		Replaces:          csv.Spec.Replaces,
+		SkipRange:         csv.Annotations[skipRangeAnnotation],
 	}, nil
 }

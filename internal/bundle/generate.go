@@ -57,6 +57,18 @@ type Options struct {
 	OpenShiftVersions string
 	// CreatedAt is the CSV's createdAt annotation.
 	CreatedAt time.Time
+	// Replaces is the CSV this version upgrades (spec.replaces,
+	// "<package>.v<version>"); empty for none.
+	Replaces string
+	// SkipRange is the olm.skipRange annotation, a semver range of versions
+	// this one upgrades directly; empty for none.
+	SkipRange string
+	// ImageDigests pins images to digests: image reference (as config/
+	// names it) to "sha256:...". When set, every image of the bundle (the
+	// manager's, its RELATED_IMAGE_* variables, containerImage and
+	// relatedImages) must have an entry, and becomes name@digest; the CSV's
+	// disconnected feature annotation is true exactly when all are digests.
+	ImageDigests map[string]string
 }
 
 // Files is a generated bundle: file contents by path relative to Root

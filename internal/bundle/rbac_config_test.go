@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/helmapp/helm-app-operator/internal/operator"
 )
 
 // TestEveryRBACRuleSaysWhy checks config/rbac: each rule of each Role and
@@ -52,5 +54,58 @@ func TestEveryRBACRuleSaysWhy(t *testing.T) {
 	}
 	if rules == 0 {
 		t.Error("found no rules at all")
+	}
+}
+
+// TestLeaseRuleNamesTheLeaderElectionID checks the leader election rules the
+// CSV carries: Leases may be created (a create cannot be limited to a name),
+// but read and updated only under the name the manager's Deployment passes
+// as --leader-election-id, which is also the operator's default. No other
+// verb on Leases is granted.
+func TestLeaseRuleNamesTheLeaderElectionID(t *testing.T) {
+	opts, err := OptionsFromBundle(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := files.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	csv, err := ReadCSV(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := csv.Spec.InstallStrategy.StrategySpec
+	var id string
+	for _, a := range st.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+			id = v
+		}
+	}
+	if id != operator.DefaultLeaderElectionID {
+		t.Errorf("the manager's --leader-election-id is %q, want the default %q", id, operator.DefaultLeaderElectionID)
+	}
+	var named, unnamed []string
+	for _, p := range append(st.Permissions, st.ClusterPermissions...) {
+		for _, r := range p.Rules {
+			if !slices.Contains(r.Resources, "leases") {
+				continue
+			}
+			verbs := strings.Join(r.Verbs, ",")
+			if len(r.ResourceNames) == 0 {
+				unnamed = append(unnamed, verbs)
+			} else if slices.Equal(r.ResourceNames, []string{id}) {
+				named = append(named, verbs)
+			} else {
+				t.Errorf("a Lease rule names %v, not the leader election ID %q", r.ResourceNames, id)
+			}
+		}
+	}
+	if !slices.Equal(unnamed, []string{"create"}) || !slices.Equal(named, []string{"get,update"}) {
+		t.Errorf("Lease rules: unnamed %v, named %v; want [create] and [get,update] on %s", unnamed, named, id)
 	}
 }

@@ -127,11 +127,17 @@ func TestNginxDefaults(t *testing.T) {
 	dep := objs["Deployment"].(*appsv1.Deployment)
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
-	if c.Image != "nginx:1.27.3" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+	if c.Image != "docker.io/nginxinc/nginx-unprivileged:1.27.3" || c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image = %s (%s)", c.Image, c.ImagePullPolicy)
 	}
 	if pod.ServiceAccountName != release {
 		t.Errorf("serviceAccountName = %q, want %q", pod.ServiceAccountName, release)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
+		t.Errorf("ports = %+v, want http on 8080 (an unprivileged process cannot bind 80)", c.Ports)
+	}
+	if c.ReadinessProbe.HTTPGet.Port != intstr.FromString("http") || c.LivenessProbe.HTTPGet.Port != intstr.FromString("http") {
+		t.Errorf("probes do not use the http port: %+v %+v", c.ReadinessProbe, c.LivenessProbe)
 	}
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/usr/share/nginx/html" {
 		t.Errorf("volume mounts = %+v", c.VolumeMounts)
@@ -188,7 +194,7 @@ func TestNginxAllFeatures(t *testing.T) {
 	}
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
-	if c.Image != "nginx:1.27.4" || c.ImagePullPolicy != corev1.PullAlways {
+	if c.Image != "docker.io/nginxinc/nginx-unprivileged:1.27.4" || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image = %s (%s)", c.Image, c.ImagePullPolicy)
 	}
 	if c.Resources.Requests.Cpu().String() != "100m" || c.Resources.Limits.Memory().String() != "128Mi" {
@@ -279,7 +285,7 @@ func TestEchoMessage(t *testing.T) {
 	}
 	dep := objs["Deployment"].(*appsv1.Deployment)
 	c := dep.Spec.Template.Spec.Containers[0]
-	if *dep.Spec.Replicas != 2 || c.Image != "hashicorp/http-echo:1.0.0" ||
+	if *dep.Spec.Replicas != 2 || c.Image != "docker.io/hashicorp/http-echo:1.0.0" ||
 		!reflect.DeepEqual(c.Args, []string{"-listen=:5678", "-text=$(MESSAGE)"}) ||
 		c.Env[0].ValueFrom.ConfigMapKeyRef.Name != release {
 		t.Errorf("deployment = %+v", dep.Spec)
@@ -287,6 +293,23 @@ func TestEchoMessage(t *testing.T) {
 	other, _ := render(t, echoDir, map[string]any{"message": "bye"})
 	if dep.Spec.Template.Annotations["checksum/message"] == other["Deployment"].(*appsv1.Deployment).Spec.Template.Annotations["checksum/message"] {
 		t.Error("checksum/message did not change with the message")
+	}
+}
+
+// TestImageReference checks that image.reference, which the operator sets
+// from its RELATED_IMAGE_* variables, replaces repository and tag, and that
+// its empty default (the variable unset) leaves them in charge.
+func TestImageReference(t *testing.T) {
+	const digest = "mirror.example.com/web@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, dir := range []string{nginxDir, echoDir} {
+		objs, _ := render(t, dir, map[string]any{"image": map[string]any{"reference": digest, "tag": "9.9"}})
+		if got := objs["Deployment"].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image; got != digest {
+			t.Errorf("%s: image = %q, want the reference %q", dir, got, digest)
+		}
+		objs, _ = render(t, dir, map[string]any{"image": map[string]any{"reference": "", "tag": "9.9"}})
+		if got := objs["Deployment"].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(got, ":9.9") {
+			t.Errorf("%s: image = %q with an empty reference, want repository:9.9", dir, got)
+		}
 	}
 }
 

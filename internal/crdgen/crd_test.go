@@ -162,7 +162,7 @@ func TestNginxCRDAdmission(t *testing.T) {
 			spec: "image: {tag: '1.28.0'}",
 			check: func(t *testing.T, obj map[string]any) {
 				img := obj["spec"].(map[string]any)["image"]
-				if !jsonEqual(img, map[string]any{"repository": "nginx", "tag": "1.28.0", "pullPolicy": "IfNotPresent"}) {
+				if !jsonEqual(img, map[string]any{"repository": "docker.io/nginxinc/nginx-unprivileged", "tag": "1.28.0", "pullPolicy": "IfNotPresent", "reference": ""}) {
 					t.Errorf("image = %v", img)
 				}
 			},

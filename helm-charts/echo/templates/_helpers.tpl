@@ -16,3 +16,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
+
+{{/*
+The container image: image.reference when set (the operator sets it from its
+RELATED_IMAGE_ECHO variable, so that a mirror or a digest can replace it),
+else image.repository:image.tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "echo.image" -}}
+{{- if .Values.image.reference -}}
+{{- .Values.image.reference -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}

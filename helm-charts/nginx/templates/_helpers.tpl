@@ -36,3 +36,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.serviceAccount.name | default "default" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The container image: image.reference when set (the operator sets it from its
+RELATED_IMAGE_NGINX variable, so that a mirror or a digest can replace it),
+else image.repository:image.tag, the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "nginx.image" -}}
+{{- if .Values.image.reference -}}
+{{- .Values.image.reference -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"go.uber.org/zap/zapcore"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -84,9 +85,28 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 				t.Error("the ServiceAccount has cluster-scoped rights it does not need")
 			}
 
+			// Leases: the operator may create one and read or renew its own
+			// (the leader election ID the CSV's Deployment passes), and no
+			// other controller's, even when OLM lifts the rules to a
+			// ClusterRole for AllNamespaces.
+			leaseID := leaderElectionID(t, csv)
+			if !canI(t, sc, "create", "coordination.k8s.io", "leases", in.operatorNS) ||
+				!canIName(t, sc, "update", "coordination.k8s.io", "leases", in.operatorNS, leaseID) {
+				t.Errorf("may not create, or update its own Lease %s in %s", leaseID, in.operatorNS)
+			}
+			for _, l := range []struct{ ns, name string }{{in.operatorNS, "another-controller"}, {"kube-system", "kube-scheduler"}, {other, "another-controller"}} {
+				for _, verb := range []string{"get", "update", "patch", "delete"} {
+					if canIName(t, sc, verb, "coordination.k8s.io", "leases", l.ns, l.name) {
+						t.Errorf("may %s the Lease %s/%s of another controller", verb, l.ns, l.name)
+					}
+				}
+			}
+			if got := canI(t, sc, "create", "coordination.k8s.io", "leases", other); got != (in.targets == nil) {
+				t.Errorf("may create Leases in an unrelated namespace: %v, want %v (only AllNamespaces lifts the Role to a ClusterRole)", got, in.targets == nil)
+			}
+
 			logs := &syncBuffer{}
 			logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
-			leaseID := "helm-app-operator-" + in.operatorNS
 			tu.StartOperator(t, sc, tu.DefaultWatches(t), watch, func(oc *operator.Config) {
 				oc.Logger = &logger
 				oc.LeaderElection = true
@@ -201,6 +221,19 @@ func lifecycle(t *testing.T, c client.Client, ns string) {
 	if len(secrets.Items) != 0 {
 		t.Errorf("%d release Secrets survived the uninstall", len(secrets.Items))
 	}
+}
+
+// leaderElectionID returns the --leader-election-id the CSV's Deployment
+// passes to the manager: the only Lease its rules let it read and update.
+func leaderElectionID(t *testing.T, csv *v1alpha1.ClusterServiceVersion) string {
+	t.Helper()
+	for _, a := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+			return v
+		}
+	}
+	t.Fatal("the CSV's Deployment passes no --leader-election-id")
+	return ""
 }
 
 func setReplicas(t *testing.T, c client.Client, ns string, n int) {

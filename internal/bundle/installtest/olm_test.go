@@ -126,13 +126,19 @@ func asServiceAccount(t *testing.T, sa, ns string, probeNS string) *rest.Config 
 // resource (of group) in ns.
 func canI(t *testing.T, sc *rest.Config, verb, group, resource, ns string) bool {
 	t.Helper()
+	return canIName(t, sc, verb, group, resource, ns, "")
+}
+
+// canIName is canI for the object of that name.
+func canIName(t *testing.T, sc *rest.Config, verb, group, resource, ns, name string) bool {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: verb, Group: group, Resource: resource}},
+			Namespace: ns, Verb: verb, Group: group, Resource: resource, Name: name}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
