@@ -12,6 +12,8 @@ import (
 // Event is one API request from the API server's audit log (one line, stage
 // ResponseComplete, level Metadata).
 type Event struct {
+	// ID is the request's auditID; Stage where it was logged.
+	ID, Stage   string
 	User        string
 	Verb        string
 	Resource    string
@@ -24,6 +26,7 @@ type Event struct {
 }
 
 type auditLine struct {
+	ID    string `json:"auditID"`
 	Stage string `json:"stage"`
 	Verb  string `json:"verb"`
 	URI   string `json:"requestURI"`
@@ -42,11 +45,17 @@ type auditLine struct {
 	Received time.Time `json:"requestReceivedTimestamp"`
 }
 
-// ParseAudit reads a JSON-lines audit log. Events of other stages than
-// ResponseComplete and Panic are skipped, so a request counts once whatever
-// the policy's omitStages. A torn last line (the API server is still
-// writing) is ignored; any other malformed line is an error.
-func ParseAudit(r io.Reader) ([]Event, error) {
+// ParseAudit reads a JSON-lines audit log. Each request is returned once,
+// at the first of its ResponseStarted (a watch, logged when it starts),
+// ResponseComplete or Panic events; RequestReceived events are skipped, so a
+// request counts once whatever the policy's omitStages. seen carries the
+// requests already returned across calls on a growing log (nil for one
+// call). A torn last line (the API server is still writing) is ignored; any
+// other malformed line is an error.
+func ParseAudit(r io.Reader, seen map[string]bool) ([]Event, error) {
+	if seen == nil {
+		seen = map[string]bool{}
+	}
 	var out []Event
 	br := bufio.NewReaderSize(r, 1<<20)
 	for n := 1; ; n++ {
@@ -61,10 +70,16 @@ func ParseAudit(r io.Reader) ([]Event, error) {
 		if err := json.Unmarshal(line, &l); err != nil {
 			return nil, fmt.Errorf("audit log line %d: %w", n, err)
 		}
-		if l.Stage != "ResponseComplete" && l.Stage != "Panic" {
+		if l.Stage != "ResponseStarted" && l.Stage != "ResponseComplete" && l.Stage != "Panic" {
 			continue
 		}
-		ev := Event{User: l.User.Username, Verb: l.Verb, URI: l.URI, Received: l.Received}
+		if l.ID != "" {
+			if seen[l.ID] {
+				continue
+			}
+			seen[l.ID] = true
+		}
+		ev := Event{ID: l.ID, Stage: l.Stage, User: l.User.Username, Verb: l.Verb, URI: l.URI, Received: l.Received}
 		if l.ObjectRef != nil {
 			ev.Resource, ev.Subresource = l.ObjectRef.Resource, l.ObjectRef.Subresource
 			ev.Namespace, ev.Name = l.ObjectRef.Namespace, l.ObjectRef.Name

@@ -23,11 +23,11 @@ const (
 
 func appName(i int) string { return fmt.Sprintf("app-%04d", i) }
 
-func newApp(i int) *unstructured.Unstructured {
+func newApp(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": benchAPIVersion,
 		"kind":       benchKind,
-		"metadata":   map[string]any{"name": appName(i), "namespace": benchNamespace},
+		"metadata":   map[string]any{"name": name, "namespace": benchNamespace},
 		"spec":       map[string]any{"value": "initial"},
 	}}
 	return u
@@ -83,7 +83,7 @@ func createNamespaces(ctx context.Context, cs kubernetes.Interface, names ...str
 
 func createApps(ctx context.Context, dyn dynamic.Interface, n, workers int, done *atomic.Int64) error {
 	return parallel(ctx, n, workers, done, func(ctx context.Context, i int) error {
-		_, err := dyn.Resource(benchGVR).Namespace(benchNamespace).Create(ctx, newApp(i), metav1.CreateOptions{})
+		_, err := dyn.Resource(benchGVR).Namespace(benchNamespace).Create(ctx, newApp(appName(i)), metav1.CreateOptions{})
 		return err
 	})
 }

@@ -15,6 +15,7 @@ type auditTail struct {
 	path   string
 	offset int64
 	events []Event
+	seen   map[string]bool
 }
 
 // Read parses what is new and returns every event so far.
@@ -35,7 +36,10 @@ func (t *auditTail) Read() ([]Event, error) {
 	if end < 0 {
 		return t.events, nil
 	}
-	evs, err := ParseAudit(bytes.NewReader(chunk[:end+1]))
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	evs, err := ParseAudit(bytes.NewReader(chunk[:end+1]), t.seen)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.path, err)
 	}

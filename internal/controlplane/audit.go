@@ -5,12 +5,13 @@ import (
 	"path/filepath"
 )
 
-// auditPolicy records every request once, when its response is complete, with
-// its user, verb and object reference but no request or response bodies:
-// nothing a Secret holds reaches the log.
+// auditPolicy records every request when its response is complete, and a
+// long-running one (a watch) also when its response starts, so that a watch
+// is on record while it runs; with its user, verb and object reference but no
+// request or response bodies: nothing a Secret holds reaches the log.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
 `

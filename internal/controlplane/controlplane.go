@@ -40,9 +40,10 @@ type Options struct {
 	// WorkDir receives the kubeconfig and component logs; empty means a
 	// new temporary directory, removed by a successful Stop.
 	WorkDir string
-	// AuditLog makes the API server write one JSON audit event per request
-	// (level Metadata, at ResponseComplete) to <WorkDir>/audit.log, so that
-	// the requests of each user can be counted.
+	// AuditLog makes the API server write JSON audit events (level
+	// Metadata; at ResponseComplete, and for a watch also at ResponseStarted)
+	// to <WorkDir>/audit.log, so that the requests of each user can be
+	// counted.
 	AuditLog bool
 }
 
