@@ -67,7 +67,14 @@ func run(cfg bench.Config, out string) error {
 	}
 	fmt.Printf("helm-app-operator benchmark: %d CPUs, %s, load at start %s, %.0f s in all; raw figures in %s\n",
 		res.Host.CPUs, res.Host.GoVersion, res.Host.LoadAvg, res.Seconds, out)
-	return bench.Render(os.Stdout, res)
+	if err := bench.Render(os.Stdout, res); err != nil {
+		return err
+	}
+	// Every figure must have been produced (CI's smoke run relies on this).
+	if err := res.Check(cfg.Changes); err != nil {
+		return fmt.Errorf("figures missing:\n%w", err)
+	}
+	return nil
 }
 
 func fromEnv(cfg *bench.Config) error {

@@ -56,9 +56,16 @@ type OperatorRun struct {
 	// for an operator without a Ready condition.
 	AllDeployedSeconds float64 `json:"allDeployedSeconds"`
 	AllReadySeconds    float64 `json:"allReadySeconds,omitempty"`
+	// QuietSeconds runs from the first create to the operator's last request
+	// of the install: the work it still does after all are Deployed (e.g.
+	// reconciles its own status writes started) shows as the difference.
+	QuietSeconds float64 `json:"quietSeconds"`
 	// Install counts the operator's requests from the first create until it
 	// fell quiet.
 	Install Tally `json:"install"`
+	// Unsettled names the phases after which the operator had not fallen
+	// quiet within the limit, so their counts may be short.
+	Unsettled []string `json:"unsettled,omitempty"`
 	// RSS in bytes: settled after the installs, and after the unrelated
 	// Secrets were created.
 	RSSSettled       int64 `json:"rssSettledBytes"`

@@ -53,8 +53,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// quiet is how long an operator must make no request to count as settled.
-const quiet = 3 * time.Second
+// quiet is how long an operator must make no request to count as settled;
+// settleLimit is how long the benchmark waits for that after a phase.
+const (
+	quiet       = 2 * time.Second
+	settleLimit = 4 * time.Minute
+)
 
 // operatorSpec is how one operator is run.
 type operatorSpec struct {
@@ -198,7 +202,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err := waitWatching(ctx, audit, proc, user); err != nil {
 		return run, err
 	}
-	if _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute); err != nil {
+	if _, _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute); err != nil {
 		return run, err
 	}
 
@@ -247,10 +251,12 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 		run.AllReadySeconds = lastReady.Sub(t0).Seconds()
 	}
 	p.report("settling", "")
-	end, err := audit.quietAfter(user, time.Now(), quiet, 2*time.Minute)
+	end, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimit)
 	if err != nil {
 		return run, err
 	}
+	run.unsettled(settled, "install")
+	run.QuietSeconds = end.Sub(t0).Seconds()
 	evs, err := audit.Read()
 	if err != nil {
 		return run, err
@@ -263,9 +269,11 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if run.LatencySeconds, err = specChanges(ctx, c, tr, p, s, n, cfg.Changes); err != nil {
 		return run, err
 	}
-	if _, err := audit.quietAfter(user, time.Now(), quiet, 2*time.Minute); err != nil {
+	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimit)
+	if err != nil {
 		return run, err
 	}
+	run.unsettled(settled, "spec changes")
 
 	// No-op: one reconcile of every settled resource, by an annotation.
 	p.report("no-op reconciles", "")
@@ -277,10 +285,11 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	}); err != nil {
 		return run, err
 	}
-	tB, err := audit.quietAfter(user, time.Now(), quiet, 2*time.Minute)
+	tB, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimit)
 	if err != nil {
 		return run, err
 	}
+	run.unsettled(settled, "no-op reconciles")
 	if evs, err = audit.Read(); err != nil {
 		return run, err
 	}
@@ -290,14 +299,22 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err := createUnrelatedSecrets(ctx, c.cs, cfg.UnrelatedSecrets, cfg.SecretBytes, cfg.ClientWorkers); err != nil {
 		return run, err
 	}
-	if _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute); err != nil {
+	_, settled, err = audit.quietAfter(user, time.Now(), quiet, time.Minute)
+	if err != nil {
 		return run, err
 	}
+	run.unsettled(settled, "unrelated Secrets")
 	if run.RSSAfterSecrets, err = proc.rss(); err != nil {
 		return run, err
 	}
 	p.report("stopping", "")
 	return run, nil
+}
+
+func (r *OperatorRun) unsettled(settled bool, phase string) {
+	if !settled {
+		r.Unsettled = append(r.Unsettled, phase)
+	}
 }
 
 // waitWatching waits until the operator's user has started a watch of the

@@ -41,6 +41,8 @@ var figures = []figure{
 	}, floor: func(f Floor) float64 { return f.Seconds }, format: seconds},
 	{name: "time to all Deployed", run: func(r OperatorRun) float64 { return r.AllDeployedSeconds },
 		floor: func(f Floor) float64 { return f.Seconds }, format: seconds},
+	{name: "time to the last install request", run: func(r OperatorRun) float64 { return r.QuietSeconds },
+		floor: func(f Floor) float64 { return f.Seconds }, format: seconds},
 	{name: "API requests per resource", run: perResource(func(r OperatorRun) int { return r.Install.Requests }),
 		floor: func(f Floor) float64 { return float64(f.WritesPerCR) }, format: count},
 	{name: "  of which discovery/OpenAPI get", run: perResource(func(r OperatorRun) int { return r.Install.Sum("get discovery", "get openapi") }), format: count},
@@ -95,6 +97,12 @@ func Render(w io.Writer, res Results) error {
 			if len(floors) > 0 {
 				fmt.Fprintf(&b, "\nFloor: %d writes per resource by a plain client with %d workers: %s.\n",
 					floors[0].WritesPerCR, floors[0].Workers, seconds(medianFloor(floors, func(f Floor) float64 { return f.Seconds })))
+			}
+			for _, r := range append(slices.Clone(ours), base...) {
+				if len(r.Unsettled) > 0 {
+					fmt.Fprintf(&b, "\nWarning: %s (round %d) was still making requests when the benchmark stopped waiting after: %s; those counts may be short.\n",
+						r.Operator, r.Round, strings.Join(r.Unsettled, ", "))
+				}
 			}
 			breakdown(&b, ours, base)
 		}

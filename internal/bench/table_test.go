@@ -7,12 +7,12 @@ import (
 
 func sampleResults(equalIsDefaults bool) Results {
 	ours := OperatorRun{Operator: Ours, Setting: Defaults, Workers: 2, N: 10, Round: 1,
-		AllDeployedSeconds: 2, AllReadySeconds: 2.5,
+		AllDeployedSeconds: 2, AllReadySeconds: 2.5, QuietSeconds: 3,
 		Install:        Tally{Requests: 200, Writes: 80, ByKey: map[string]int{"list secrets": 40, "patch benchapps/status": 20}},
 		LatencySeconds: []float64{0.1, 0.2, 0.3}, RSSSettled: 90e6, RSSAfterSecrets: 91e6,
 		NoOp: Tally{Requests: 80, Writes: 10, ByKey: map[string]int{}}}
 	base := OperatorRun{Operator: Baseline, Setting: Defaults, Workers: 2, N: 10, Round: 1,
-		AllDeployedSeconds: 1,
+		AllDeployedSeconds: 1, QuietSeconds: 5, Unsettled: []string{"no-op reconciles"},
 		Install:            Tally{Requests: 100, Writes: 60, ByKey: map[string]int{"list secrets": 30, "update benchapps/status": 10}},
 		LatencySeconds:     []float64{1, 2, 3}, RSSSettled: 100e6, RSSAfterSecrets: 120e6,
 		NoOp: Tally{Requests: 150, Writes: 10, ByKey: map[string]int{}}}
@@ -36,6 +36,8 @@ func TestRenderTable(t *testing.T) {
 		"N = 10, defaults = equal concurrency (ours 2 workers, baseline 2 workers; median of 1 round(s))",
 		"| time to all Ready | 2.5 s | — | — | 5.00 | — |", // the baseline has no Ready
 		"| time to all Deployed | 2.0 s | 1.0 s | 2.00 | 4.00 | 2.00 |",
+		"| time to the last install request | 3.0 s | 5.0 s | 0.60 | 6.00 | 10.00 |",
+		"Warning: baseline (round 1) was still making requests when the benchmark stopped waiting after: no-op reconciles; those counts may be short.",
 		"| API requests per resource | 20.0 | 10.0 | 2.00 | 3.33 | 1.67 |", // floor: 6 per resource
 		"| writes per resource | 8.0 | 6.0 | 1.33 | 1.33 | 1.00 |",
 		"| status writes per install | 2.0 | 1.0 | 2.00 | 2.00 | 1.00 |",

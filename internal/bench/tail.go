@@ -49,14 +49,14 @@ func (t *auditTail) Read() ([]Event, error) {
 }
 
 // quietAfter returns the time user's last request was received once user has
-// made none for quiet, counting from since at the earliest; it gives up after
-// limit and returns the time it gave up.
-func (t *auditTail) quietAfter(user string, since time.Time, quiet, limit time.Duration) (time.Time, error) {
+// made none for quiet, counting from since at the earliest, and true; it
+// gives up after limit and returns the time it gave up and false.
+func (t *auditTail) quietAfter(user string, since time.Time, quiet, limit time.Duration) (time.Time, bool, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		evs, err := t.Read()
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		last := LastRequest(evs, user)
 		if last.Before(since) {
@@ -64,10 +64,10 @@ func (t *auditTail) quietAfter(user string, since time.Time, quiet, limit time.D
 		}
 		now := time.Now()
 		if now.Sub(last) >= quiet {
-			return last.Add(time.Millisecond), nil
+			return last.Add(time.Millisecond), true, nil
 		}
 		if now.After(deadline) {
-			return now, nil
+			return now, false, nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
