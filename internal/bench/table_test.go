@@ -13,8 +13,8 @@ func sampleResults(equalIsDefaults bool) Results {
 		NoOp: Tally{Requests: 80, Writes: 10, ByKey: map[string]int{}}}
 	base := OperatorRun{Operator: Baseline, Setting: Defaults, Workers: 2, N: 10, Round: 1,
 		AllDeployedSeconds: 1, QuietSeconds: 5, Unsettled: []string{"no-op reconciles"},
-		Install:            Tally{Requests: 100, Writes: 60, ByKey: map[string]int{"list secrets": 30, "update benchapps/status": 10}},
-		LatencySeconds:     []float64{1, 2, 3}, RSSSettled: 100e6, RSSAfterSecrets: 120e6,
+		Install:        Tally{Requests: 100, Writes: 60, ByKey: map[string]int{"list secrets": 30, "update benchapps/status": 10}},
+		LatencySeconds: []float64{1, 2, 3}, RSSSettled: 100e6, RSSAfterSecrets: 120e6,
 		NoOp: Tally{Requests: 150, Writes: 10, ByKey: map[string]int{}}}
 	res := Results{Ns: []int{10}, Rounds: 1, EqualIsDefaults: equalIsDefaults, Runs: []OperatorRun{ours, base},
 		Floors: []Floor{{N: 10, Round: 1, Workers: 16, Seconds: 0.5, WritesPerCR: floorWrites, Writes: 60}}}
