@@ -52,6 +52,23 @@ test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -timeout 30m
 
+# `make bench`: our operator and the baseline (helm-operator-plugins v0.9.1's
+# reconciler, hack/bench/baseline, never part of bin/manager) in turn, each on a
+# fresh local control plane. BENCH_SMOKE=1 is N=5, one round: CI checks that
+# every figure is produced, not what it is.
+BENCH_N ?=
+BENCH_ROUNDS ?=
+BENCH_SMOKE ?=
+
+.PHONY: bench
+bench: ## Benchmark against helm-operator-plugins' reconciler (BENCH_N=100,500 BENCH_ROUNDS=1; BENCH_SMOKE=1: N=5): table on stdout, JSON in bin/bench/.
+	$(GO) build -o bin/manager .
+	$(GO) build -o bin/bench-baseline ./hack/bench/baseline
+	$(GO) build -o bin/benchmark ./hack/bench
+	assets="$$(hack/controlplane-bins.sh | tail -n 1)"; \
+	KUBEBUILDER_ASSETS="$$assets" BENCH_N="$(BENCH_N)" BENCH_ROUNDS="$(BENCH_ROUNDS)" BENCH_SMOKE="$(BENCH_SMOKE)" \
+	bin/benchmark --ours bin/manager --baseline bin/bench-baseline --out bin/bench/results.json
+
 ##@ Demo
 
 .PHONY: demo

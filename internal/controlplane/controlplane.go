@@ -40,6 +40,11 @@ type Options struct {
 	// WorkDir receives the kubeconfig and component logs; empty means a
 	// new temporary directory, removed by a successful Stop.
 	WorkDir string
+	// AuditLog makes the API server write JSON audit events (level
+	// Metadata; at ResponseComplete, and for a watch also at ResponseStarted)
+	// to <WorkDir>/audit.log, so that the requests of each user can be
+	// counted.
+	AuditLog bool
 }
 
 // ControlPlane is a running local control plane. Stop it when done.
@@ -52,6 +57,9 @@ type ControlPlane struct {
 	AssetsDir string
 	// WorkDir holds the kubeconfig and the component logs.
 	WorkDir string
+	// AuditLogPath is the API server's audit log; empty unless
+	// Options.AuditLog.
+	AuditLogPath string
 
 	env        *envtest.Environment
 	logFiles   []*os.File
@@ -132,6 +140,11 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 		Path: filepath.Join(cp.AssetsDir, binEtcd), Out: etcdLog, Err: etcdLog,
 	}
 	cp.env.ControlPlane.KubectlPath = filepath.Join(cp.AssetsDir, binKubectl)
+	if opts.AuditLog {
+		if err := cp.configureAudit(); err != nil {
+			return err
+		}
+	}
 	if os.Getenv(envStartTimeout) == "" {
 		cp.env.ControlPlaneStartTimeout = startTimeout
 	}
@@ -160,6 +173,26 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 		return cp.startCluster(ctx)
 	}
 	return nil
+}
+
+// AddUser provisions a user of the API server in groups (system:masters
+// makes it an administrator), writes its kubeconfig to
+// <WorkDir>/kubeconfig-<name> and returns the path and its REST config. Each
+// process run as its own user is told apart in the audit log.
+func (cp *ControlPlane) AddUser(name string, groups ...string) (string, *rest.Config, error) {
+	user, err := cp.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, &rest.Config{QPS: 1000, Burst: 2000})
+	if err != nil {
+		return "", nil, fmt.Errorf("provisioning user %s: %w", name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return "", nil, fmt.Errorf("rendering kubeconfig of %s: %w", name, err)
+	}
+	path := filepath.Join(cp.WorkDir, "kubeconfig-"+name)
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return "", nil, err
+	}
+	return path, user.Config(), nil
 }
 
 func (cp *ControlPlane) createLog(name string) (*os.File, error) {
