@@ -17,29 +17,35 @@ import (
 // enough that requests under way fail and watches break.
 const apiServerDown = 3 * time.Second
 
-// The kube-apiserver is restarted (same etcd) while several installs are
-// under way, and again while upgrades of them are. Afterwards every resource
-// converges: Ready at its generation, deployedRelease at the revision Helm
-// deployed, and a consistent history (exactly one deployed, none pending).
+// The kube-apiserver is restarted (same etcd) while installs of two
+// resources and upgrades of two others are under way. Afterwards every
+// resource converges: Ready at its generation, deployedRelease at the
+// revision Helm deployed, and a consistent history (exactly one deployed,
+// none pending). One restart covers both actions: a restart waits out the
+// API server's graceful shutdown, which takes most of the test's time.
 func TestAPIServerRestartDuringInstallsAndUpgrades(t *testing.T) {
 	e := newEnv(t, "e2e-apiserver", watchOptions{})
-	names := []string{"a", "b", "c", "d"}
+	upgraded, installed := []string{"a", "b"}, []string{"c", "d"}
 
-	for _, n := range names {
+	for _, n := range upgraded {
 		e.applyNginx(n, "  replicaCount: 1\n")
 	}
-	e.waitReleaseWritten(names, 1)
-	e.restartAPIServer()
-	for _, n := range names {
+	for _, n := range upgraded {
 		e.waitConverged(n, "")
 	}
 
-	for _, n := range names {
+	for _, n := range installed {
+		e.applyNginx(n, "  replicaCount: 1\n")
+	}
+	for _, n := range upgraded {
 		e.kubectl("patch", "nginx", n, "--type=merge", "-p", `{"spec":{"page":{"title":"after the restart"}}}`)
 	}
-	e.waitReleaseWritten(names, 2)
+	e.waitReleaseWritten(upgraded, 2)
 	e.restartAPIServer()
-	for _, n := range names {
+	for _, n := range installed {
+		e.waitConverged(n, "")
+	}
+	for _, n := range upgraded {
 		e.waitConverged(n, "after the restart")
 	}
 }
