@@ -17,8 +17,11 @@ func TestBadWatchesFileStopsStart(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	watches := filepath.Join(dir, "watches.yaml")
-	if err := os.WriteFile(watches, []byte(`
+	for _, tt := range []struct {
+		name, content string
+		want          []string
+	}{
+		{"field of our pass", `
 - group: web.helmapp.io
   version: v1alpha1
   kind: Nginx
@@ -28,23 +31,39 @@ func TestBadWatchesFileStopsStart(t *testing.T) {
   kind: Echo
   chart: helm-charts/echo
   reconcilePeriod: sometimes
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--watches-file", watches, "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	// No kubeconfig: the watches file must be judged before any cluster is needed.
-	cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("the operator started with a bad watches file:\n%s", out)
-	}
-	msg := strings.TrimSpace(string(out))
-	for _, want := range []string{"error: watches file", watches, "entry 2", "field reconcilePeriod: time: invalid duration"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("start-up error %q does not contain %q", msg, want)
-		}
-	}
-	if strings.Count(msg, "\n") != 0 {
-		t.Errorf("start-up error is not one line:\n%s", msg)
+`, []string{"entry 2", "field reconcilePeriod: time: invalid duration"}},
+		// overrideValues are expanded by helm-operator-plugins' loader and
+		// set by the reconciler: a bad one stops start-up all the same.
+		{"overrideValues", `
+- group: web.helmapp.io
+  version: v1alpha1
+  kind: Nginx
+  chart: helm-charts/nginx
+  overrideValues:
+    image.tag: '{{ fail "set HELMAPP_TAG" }}'
+`, []string{"entry 1", `field overrideValues: key "image.tag": its template fails`, "set HELMAPP_TAG"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			watches := filepath.Join(t.TempDir(), "watches.yaml")
+			if err := os.WriteFile(watches, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "--watches-file", watches, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+			// No kubeconfig: the watches file must be judged before any cluster is needed.
+			cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the operator started with a bad watches file:\n%s", out)
+			}
+			msg := strings.TrimSpace(string(out))
+			for _, want := range append([]string{"error: watches file", watches}, tt.want...) {
+				if !strings.Contains(msg, want) {
+					t.Errorf("start-up error %q does not contain %q", msg, want)
+				}
+			}
+			if strings.Count(msg, "\n") != 0 {
+				t.Errorf("start-up error is not one line:\n%s", msg)
+			}
+		})
 	}
 }

@@ -133,8 +133,15 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 	}
 	// Explicit paths: envtest would otherwise prefer $KUBEBUILDER_ASSETS even
 	// when AssetsDir rejected it as incomplete.
+	// A certificate directory of our own (envtest's temporary one is deleted
+	// and re-created on stop) keeps the serving certificate across
+	// RestartAPIServer, so that every kubeconfig written stays valid.
+	certDir := filepath.Join(cp.WorkDir, binAPIServer)
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
 	cp.env.ControlPlane.APIServer = &envtest.APIServer{
-		Path: filepath.Join(cp.AssetsDir, binAPIServer), Out: apiServerLog, Err: apiServerLog,
+		Path: filepath.Join(cp.AssetsDir, binAPIServer), Out: apiServerLog, Err: apiServerLog, CertDir: certDir,
 	}
 	cp.env.ControlPlane.Etcd = &envtest.Etcd{
 		Path: filepath.Join(cp.AssetsDir, binEtcd), Out: etcdLog, Err: etcdLog,

@@ -83,6 +83,18 @@ func TestCoreControlPlane(t *testing.T) {
 	if _, err := cp.Kubectl(ctx, "get", "no-such-kind"); err == nil || !strings.Contains(err.Error(), "no-such-kind") {
 		t.Errorf("Kubectl error should carry kubectl's stderr, got %v", err)
 	}
+
+	// Restarted on the same etcd, the API server keeps its data, and the
+	// kubeconfig and Config written before still reach and trust it.
+	if err := cp.RestartAPIServer(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("after the restart, Config's client cannot read the namespace created before: %v", err)
+	}
+	if out, err := cp.Kubectl(ctx, "get", "namespace", ns.Name, "-o", "name"); err != nil || strings.TrimSpace(out) != "namespace/"+ns.Name {
+		t.Errorf("after the restart, kubectl with the kubeconfig: %q, %v", out, err)
+	}
 }
 
 func TestFullControlPlane(t *testing.T) {

@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -91,20 +92,26 @@ func AsFailure(err error) *status.Failure {
 }
 
 // renderFailure tells whether a Helm error says the chart could not be
-// rendered with these values, which no retry can fix. Helm returns such errors
-// untyped, so this reads their well-known prefixes.
+// rendered with these values, which no retry can fix. Helm v3 passes one
+// such error through typed: an error of a template's execution that is not
+// a `fail` or `required` (text/template's ExecError: a missing template, a
+// function's error, tpl's). It flattens the others into text, so they are
+// known by the prefixes its engine, manifest sorter and schema check write
+// (each pattern is rendered by a chart of testdata/charts in render_test.go).
 func renderFailure(err error) bool {
 	if err == nil {
 		return false
 	}
+	var exec template.ExecError
+	if errors.As(err, &exec) {
+		return true
+	}
 	msg := err.Error()
 	for _, marker := range []string{
-		"template: ",                    // text/template parse and execution errors
-		"parse error at",                // template parse errors
-		"execution error at",            // `fail` or `required` in a template
-		"YAML parse error on",           // a template rendered invalid YAML
-		"error converting YAML to JSON", // same, one level lower
-		"values don't meet the specifications of the schema",
+		"parse error at (",     // engine: a template does not parse
+		"execution error at (", // engine: `fail` or `required` in a template
+		"YAML parse error on ", // manifest sorter: a template rendered invalid YAML
+		"values don't meet the specifications of the schema", // values.schema.json
 	} {
 		if strings.Contains(msg, marker) {
 			return true

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	hopwatches "github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -105,16 +107,24 @@ func parse(raw []byte) ([]Watch, error) {
 		return nil, fmt.Errorf("has no entries: nothing to watch")
 	}
 	entries := make([]entry, len(items))
+	seen := map[schema.GroupVersionKind]int{}
 	for i, item := range items {
 		e, err := checkEntry(item)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i+1, err)
 		}
+		gvk := schema.GroupVersionKind{Group: e.Group, Version: e.Version, Kind: e.Kind}
+		if j, dup := seen[gvk]; dup {
+			return nil, fmt.Errorf("entry %d: %s: fields group, version, kind: duplicate GVK, already watched by entry %d", i+1, entryName(e), j)
+		}
+		seen[gvk] = i + 1
 		entries[i] = e
 	}
+	// Every error the loader can raise has been judged above, entry by entry;
+	// one left is still given the file's context by the caller.
 	loaded, err := hopwatches.LoadReader(bytes.NewReader(raw))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("helm-operator-plugins' loader: %w", err)
 	}
 	out := make([]Watch, len(loaded))
 	for i := range loaded {
@@ -137,8 +147,12 @@ func checkEntry(item json.RawMessage) (entry, error) {
 	return e, validate(e)
 }
 
+func entryName(e entry) string {
+	return fmt.Sprintf("(%s/%s %s)", e.Group, e.Version, e.Kind)
+}
+
 func validate(e entry) error {
-	name := fmt.Sprintf("(%s/%s %s)", e.Group, e.Version, e.Kind)
+	name := entryName(e)
 	switch {
 	case e.Version == "":
 		return fmt.Errorf("%s: field version is required", name)
@@ -172,6 +186,13 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field chart: %w", name, err)
 	} else if !st.IsDir() && !bytes.HasSuffix([]byte(e.Chart), []byte(".tgz")) {
 		return fmt.Errorf("%s: field chart: %s is neither a chart directory nor a .tgz archive", name, e.Chart)
+	}
+	// The loader loads the chart again; loading it here names the entry.
+	if _, err := loader.Load(e.Chart); err != nil {
+		return fmt.Errorf("%s: field chart: not a loadable chart: %w", name, err)
+	}
+	if err := checkOverrides(e.OverrideValues); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

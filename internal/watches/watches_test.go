@@ -20,6 +20,14 @@ func chartDir(t *testing.T) string {
 func write(t *testing.T, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "watches.yaml")
+	if strings.Contains(content, "BADCHART") {
+		// A directory that is there but holds no loadable chart.
+		bad := t.TempDir()
+		if err := os.WriteFile(filepath.Join(bad, "Chart.yaml"), []byte("name: [unclosed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		content = strings.ReplaceAll(content, "BADCHART", bad)
+	}
 	content = strings.ReplaceAll(content, "CHART", chartDir(t))
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,7 +93,16 @@ func TestLoadRemediationAndUninstallWait(t *testing.T) {
 }
 
 func TestLoadBadFilesNameEntryAndField(t *testing.T) {
+	// An environment value with a comma cannot be set as one Helm value.
+	t.Setenv("HELMAPP_TEST_LIST", "a,b")
 	tests := []struct{ name, content, want string }{
+		{"chart that does not load", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: BADCHART}", "entry 2: (g/v1 B): field chart: not a loadable chart: "},
+		{"overrideValues template that does not parse", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {image.tag: '{{ nope }}'}}", `entry 1: (g/v1 A): field overrideValues: key "image.tag": not a valid template: template: image.tag:1: function "nope" not defined`},
+		{"overrideValues template that fails", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, overrideValues: {replicaCount: '{{ fail \"no replicas\" }}'}}", `entry 2: (g/v1 B): field overrideValues: key "replicaCount": its template fails: `},
+		{"overrideValues template failure keeps its cause", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {replicaCount: '{{ fail \"no replicas\" }}'}}", "no replicas"},
+		{"overrideValues key Helm cannot set", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {'image[x]': v}}", `entry 1: (g/v1 A): field overrideValues: key "image[x]": cannot be set as a Helm value (key=value, as --set does): error parsing index`},
+		{"overrideValues value Helm cannot set", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {image.tag: $HELMAPP_TEST_LIST}}", `entry 1: (g/v1 A): field overrideValues: key "image.tag": cannot be set as a Helm value (key=value, as --set does): key "b" has no value`},
+		{"duplicate kind names both entries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "entry 2: (g/v1 A): fields group, version, kind: duplicate GVK, already watched by entry 1"},
 		{"unknown field", "- {group: g, version: v1, kind: A, chart: CHART, chartz: x}", `entry 1: unknown field "chartz"`},
 		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout)"},
 		{"wrong type", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxConcurrentReconciles: two}", "entry 2: field maxConcurrentReconciles: json: cannot unmarshal string"},
