@@ -95,12 +95,16 @@ const (
 	// ReasonAllResourcesCurrent: True, every object of the release is Current.
 	ReasonAllResourcesCurrent = "AllResourcesCurrent"
 	// ReasonResourcesInProgress: False, objects are still on their way (or
-	// being deleted, or could not be judged).
+	// being deleted, or kstatus could not judge them).
 	ReasonResourcesInProgress = "InProgress"
 	// ReasonResourcesFailed: False, at least one object failed.
 	ReasonResourcesFailed = "Failed"
 	// ReasonResourcesNotFound: False, none failed but at least one object is missing.
 	ReasonResourcesNotFound = "NotFound"
+	// ReasonResourcesUnreadable: Unknown, an object of the release could not
+	// be read (forbidden, a timeout); the message names it and the error. The
+	// reconcile fails with the same reason and is retried.
+	ReasonResourcesUnreadable = "ResourceReadError"
 	// ReasonNoRelease: ResourcesReady=False (or Unknown) because no release is deployed.
 	ReasonNoRelease = "NoDeployedRelease"
 	// ReasonProgressDeadlineExceeded: Stalled=True, the release's objects did
