@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,26 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
+
+// defaultRetries sets the operator's default retry delays (1s, doubling, at
+// most 5m), which the examples show, instead of the tests' short ones.
+func defaultRetries(c *operator.Config) { c.RetryBase, c.RetryMax = time.Second, 5*time.Minute }
+
+// stopOnStatus stops the operator as soon as it writes a status of the
+// resource name with condition typ True for reason: the status then stays
+// as that reconcile left it, before any retry. e.stopOp waits until it has
+// stopped.
+func (e *env) stopOnStatus(name, typ, reason string) {
+	var once sync.Once
+	stop := e.stopOp
+	f := func(obj client.Object) error {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == name && tu.ConditionIs(u, typ, metav1.ConditionTrue, reason) {
+			once.Do(func() { go stop() })
+		}
+		return nil
+	}
+	e.statusPatchFault.Store(&f)
+}
 
 // docsBlock finds an example in docs/status.md:
 //
@@ -35,8 +56,9 @@ var docsBlock = regexp.MustCompile("(?s)(<!-- describe:([a-z-]+) -->\n```text\n)
 // examples instead.
 func TestDescribeMatchesTheDocs(t *testing.T) {
 	t.Parallel()
-	// One attempt per failure: the retry delay is longer than the test.
-	e := newEnv(t, func(c *operator.Config) { c.RetryBase, c.RetryMax = 10*time.Minute, 10*time.Minute })
+	// The real retry delays; the operator is stopped as soon as a failure
+	// is written, so each example shows the first attempt's status.
+	e := newEnv(t, defaultRetries)
 	got := map[string]string{}
 	ctx := context.Background()
 
@@ -53,11 +75,15 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.waitGone(tu.EchoGVK, "web")
 
 	e.denyBigDeployments()
+	e.stopOnStatus("web", status.TypeReleaseFailed, status.ReasonUpgradeError)
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
 	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
+	e.stopOp()
 	got["failed-upgrade"] = e.describe("nginx", "web")
 
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	e.statusPatchFault.Store(nil)
+	e.stopOp = e.startOp()
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	e.policy("keep-services", []admissionv1.NamedRuleWithOperations{rule("", "services", admissionv1.Delete)},
 		admissionv1.Validation{Expression: "false", Message: "services in this namespace may not be deleted"})
@@ -66,14 +92,16 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.waitDenied("Service deletion", func(ctx context.Context) error {
 		return e.c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns}}, client.DryRunAll)
 	})
+	e.stopOnStatus("web", status.TypeReleaseFailed, status.ReasonUninstallError)
 	if err := e.c.Delete(ctx, e.get(tu.NginxGVK, "web")); err != nil {
 		t.Fatal(err)
 	}
 	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
+	e.stopOp()
 	got["blocked-uninstall"] = e.describe("nginx", "web")
 
 	// Out of retries: a watch with maxRetries 2, the upgrade denied twice.
-	ex := newEnvWatching(t, testWatches(t, "maxRetries: 2"))
+	ex := newEnvWatching(t, testWatches(t, "maxRetries: 2"), defaultRetries)
 	ex.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	ex.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	ex.denyBigDeployments()
@@ -82,7 +110,7 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	got["retries-exhausted"] = ex.describe("nginx", "web")
 
 	// Paused, and the spec changed meanwhile.
-	p := newEnv(t)
+	p := newEnv(t, defaultRetries)
 	p.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	p.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	p.annotate(tu.NginxGVK, "web", map[string]any{"helmapp.io/paused": "true"})

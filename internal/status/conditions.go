@@ -114,7 +114,10 @@ const (
 	// Reconciling and Ready while work is under way or being retried.
 	ReasonProgressing = "Progressing"
 	ReasonRetrying    = "Retrying"
-	ReasonDeleting    = "Deleting"
+	// ReasonDeleting: Reconciling=True (Ready=Unknown), the release is
+	// uninstalled and the finalizer stays until its objects are gone
+	// (watches.yaml uninstallWait).
+	ReasonDeleting = "Deleting"
 	// ReasonSucceeded: Reconciling=False, the resource is settled.
 	ReasonSucceeded = "Succeeded"
 	// ReasonStalled: Reconciling=False because the resource is stalled.

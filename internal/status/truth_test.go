@@ -58,7 +58,7 @@ func TestUnreadableResources(t *testing.T) {
 	d := rel(1)
 	d.LastDeployed = &metav1.Time{Time: now.Add(-10 * 60 * 1e9)}
 	s := Compute(installed(), Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Deployed: d,
-		Readiness: &Readiness{Unknown: true, Reason: ReasonResourcesUnreadable, Message: "Deployment web: reading it failed: forbidden"},
+		Readiness:        &Readiness{Unknown: true, Reason: ReasonResourcesUnreadable, Message: "Deployment web: reading it failed: forbidden"},
 		ReadinessTimeout: 60 * 1e9, RetryAfter: 1e9,
 		Err: &Failure{Reason: ReasonResourcesUnreadable, Message: "Reading the objects of release web failed: Deployment web: reading it failed: forbidden"}})
 	checkConditions(t, s, want{TypeResourcesReady: "Unknown/ResourceReadError", TypeIrreconcilable: "True/ResourceReadError",
