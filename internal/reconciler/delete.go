@@ -67,6 +67,15 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	if err == nil && !uninstall {
 		return r.keep(ctx, obj, runner)
 	}
+	if err == nil && status.Uninstalled(*prev) {
+		// An earlier pass uninstalled the release and only the finalizer
+		// failed: nothing to uninstall again, no second success to announce.
+		if st, obsErr := release.Observe(runner.Client, runner.Name); obsErr == nil && st.Latest == nil {
+			out.Action, out.ActionSucceeded = status.ActionUninstall, true
+			out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
+			return r.removeFinalizer(ctx, obj, "The release was uninstalled")
+		}
+	}
 	if err == nil {
 		out.Action = status.ActionUninstall
 		r.uninstallProgress(ctx, obj, *prev, runner.Name)

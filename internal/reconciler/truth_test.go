@@ -264,9 +264,18 @@ func TestUninstallOutcomeSurvivesAFailedFinalizerRemoval(t *testing.T) {
 	if h := history(t, e.ns, "g"); len(h) != 0 {
 		t.Errorf("%d revisions left after the uninstall", len(h))
 	}
+	// Retried for the finalizer only: no second uninstall is announced.
+	e.waitStatus(gadgetGVK, "g", "the finalizer's removal to be retried", func(u *unstructured.Unstructured) bool {
+		n, _, _ := unstructured.NestedInt64(u.Object, "status", "failures")
+		return n >= 3
+	})
 	if n := e.countEvents(u, reconciler.EventUninstallFailed); n != 0 {
 		t.Errorf("%d UninstallFailed events for an uninstall that succeeded", n)
 	}
+	if n := e.countEvents(u, reconciler.EventUninstallSucceeded); n != 1 {
+		t.Errorf("%d UninstallSucceeded events for one uninstall, want 1", n)
+	}
+	expect(t, e.get(gadgetGVK, "g"), "ReleaseFailed=False/UninstallSuccessful", "Irreconcilable=True/ErrorRemovingFinalizer")
 	allow()
 	e.waitGone(gadgetGVK, "g")
 }

@@ -84,3 +84,13 @@ func StalledBySpec(s Status, generation int64) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation &&
 		(c.Reason == ReasonInvalidValues || c.Reason == ReasonChartRenderError)
 }
+
+// Uninstalled reports whether s says the release was uninstalled by an
+// earlier reconcile (Deployed=False and ReleaseFailed=False
+// UninstallSuccessful): a deletion retried for its finalizer only.
+func Uninstalled(s Status) bool {
+	d := meta.FindStatusCondition(s.Conditions, TypeDeployed)
+	f := meta.FindStatusCondition(s.Conditions, TypeReleaseFailed)
+	return d != nil && d.Status == metav1.ConditionFalse && d.Reason == ReasonUninstallSuccessful &&
+		f != nil && f.Status == metav1.ConditionFalse && f.Reason == ReasonUninstallSuccessful
+}

@@ -90,3 +90,13 @@ func TestStalledBySpec(t *testing.T) {
 		}
 	}
 }
+
+func TestUninstalled(t *testing.T) {
+	gone := Compute(installed(), Outcome{Generation: 1, Now: now, Initialized: true, Deleting: true, DeployedKnown: true, Uninstalled: true,
+		Action: ActionUninstall, ActionSucceeded: true, Err: &Failure{Reason: ReasonErrorRemovingFinalizer, Message: "x"}})
+	failed := Compute(installed(), Outcome{Generation: 1, Now: now, Initialized: true, Deleting: true, DeployedKnown: true, Action: ActionUninstall,
+		Err: &Failure{Reason: ReasonUninstallError, Action: ActionUninstall, Message: "x"}})
+	if !Uninstalled(gone) || Uninstalled(failed) || Uninstalled(installed()) {
+		t.Errorf("Uninstalled: after the uninstall %v, after a failed one %v, installed %v", Uninstalled(gone), Uninstalled(failed), Uninstalled(installed()))
+	}
+}
