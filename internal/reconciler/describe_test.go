@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
@@ -25,20 +26,29 @@ import (
 // most 5m), which the examples show, instead of the tests' short ones.
 func defaultRetries(c *operator.Config) { c.RetryBase, c.RetryMax = time.Second, 5*time.Minute }
 
-// stopOnStatus stops the operator as soon as it writes a status of the
-// resource name with condition typ True for reason: the status then stays
-// as that reconcile left it, before any retry. e.stopOp waits until it has
-// stopped.
-func (e *env) stopOnStatus(name, typ, reason string) {
+// holdOnStatus holds the operator's next reconcile of the Nginx name once
+// it has written a status with condition typ True for reason: the status
+// then stays as that reconcile left it, and no retry runs, until release is
+// called (at the end of the test at the latest).
+func (e *env) holdOnStatus(name, typ, reason string) (release func()) {
 	var once sync.Once
-	stop := e.stopOp
+	held := make(chan struct{})
+	release = sync.OnceFunc(func() { close(held); e.getHold.Store(nil); e.statusPatchFault.Store(nil) })
+	e.t.Cleanup(release)
+	hold := func(obj client.Object) <-chan struct{} {
+		if obj.GetName() == name && obj.GetObjectKind().GroupVersionKind().Kind == tu.NginxGVK.Kind {
+			return held
+		}
+		return nil
+	}
 	f := func(obj client.Object) error {
 		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == name && tu.ConditionIs(u, typ, metav1.ConditionTrue, reason) {
-			once.Do(func() { go stop() })
+			once.Do(func() { e.getHold.Store(&hold) })
 		}
 		return nil
 	}
 	e.statusPatchFault.Store(&f)
+	return release
 }
 
 // docsBlock finds an example in docs/status.md:
@@ -56,8 +66,8 @@ var docsBlock = regexp.MustCompile("(?s)(<!-- describe:([a-z-]+) -->\n```text\n)
 // examples instead.
 func TestDescribeMatchesTheDocs(t *testing.T) {
 	t.Parallel()
-	// The real retry delays; the operator is stopped as soon as a failure
-	// is written, so each example shows the first attempt's status.
+	// The real retry delays; the retry of a failure is held back while it is
+	// described (holdOnStatus), so each example shows the first attempt's status.
 	e := newEnv(t, defaultRetries)
 	got := map[string]string{}
 	ctx := context.Background()
@@ -75,15 +85,14 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.waitGone(tu.EchoGVK, "web")
 
 	e.denyBigDeployments()
-	e.stopOnStatus("web", status.TypeReleaseFailed, status.ReasonUpgradeError)
+	release := e.holdOnStatus("web", status.TypeReleaseFailed, status.ReasonUpgradeError)
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
-	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
-	e.stopOp()
+	u := e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
+	e.waitEvent(u, corev1.EventTypeWarning, reconciler.EventUpgradeFailed)
 	got["failed-upgrade"] = e.describe("nginx", "web")
 
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
-	e.statusPatchFault.Store(nil)
-	e.stopOp = e.startOp()
+	release()
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	e.policy("keep-services", []admissionv1.NamedRuleWithOperations{rule("", "services", admissionv1.Delete)},
 		admissionv1.Validation{Expression: "false", Message: "services in this namespace may not be deleted"})
@@ -92,12 +101,12 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.waitDenied("Service deletion", func(ctx context.Context) error {
 		return e.c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns}}, client.DryRunAll)
 	})
-	e.stopOnStatus("web", status.TypeReleaseFailed, status.ReasonUninstallError)
+	e.holdOnStatus("web", status.TypeReleaseFailed, status.ReasonUninstallError)
 	if err := e.c.Delete(ctx, e.get(tu.NginxGVK, "web")); err != nil {
 		t.Fatal(err)
 	}
-	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
-	e.stopOp()
+	u = e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
+	e.waitEvent(u, corev1.EventTypeWarning, reconciler.EventUninstallFailed)
 	got["blocked-uninstall"] = e.describe("nginx", "web")
 
 	// Out of retries: a watch with maxRetries 2, the upgrade denied twice.

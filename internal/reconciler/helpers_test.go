@@ -95,6 +95,9 @@ type env struct {
 	// readFault, when set, may fail a read of the uncached reader (the
 	// releases' objects); clientFault may fail getting a Helm client.
 	readFault   atomic.Pointer[func(obj client.Object) error]
+	// getHold, when set, blocks the operator's reads of a watched resource
+	// for which it returns a channel, until that channel is closed.
+	getHold atomic.Pointer[func(obj client.Object) <-chan struct{}]
 	clientFault atomic.Pointer[func(obj client.Object) error]
 	// objectWrites counts the operator's creates and patches of objects
 	// other than the watched resources (the releases' objects).
@@ -170,6 +173,12 @@ func (e *env) configure(logger logr.Logger, mutate []func(*operator.Config)) fun
 			return interceptor.NewClient(noWatch{cl}, interceptor.Funcs{
 				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					e.gets.Add(1)
+					if h := e.getHold.Load(); h != nil && ownKind(obj) {
+						obj.SetName(key.Name)
+						if ch := (*h)(obj); ch != nil {
+							<-ch
+						}
+					}
 					return cl.Get(ctx, key, obj, opts...)
 				},
 				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
