@@ -95,10 +95,10 @@ type env struct {
 	// readFault, when set, may fail a read of the uncached reader (the
 	// releases' objects); clientFault may fail getting a Helm client.
 	readFault   atomic.Pointer[func(obj client.Object) error]
+	clientFault atomic.Pointer[func(obj client.Object) error]
 	// getHold, when set, blocks the operator's reads of a watched resource
 	// for which it returns a channel, until that channel is closed.
 	getHold atomic.Pointer[func(obj client.Object) <-chan struct{}]
-	clientFault atomic.Pointer[func(obj client.Object) error]
 	// objectWrites counts the operator's creates and patches of objects
 	// other than the watched resources (the releases' objects).
 	objectWrites atomic.Int64
