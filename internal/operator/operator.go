@@ -74,6 +74,11 @@ type Config struct {
 	//
 	// WrapClient wraps the client the reconcilers read and write resources with.
 	WrapClient func(client.Client) client.Client
+	// WrapReader wraps the uncached reader the reconcilers read the
+	// releases' objects with (readiness, drift, deletion).
+	WrapReader func(client.Reader) client.Reader
+	// WrapActionClientGetter wraps the getter of each resource's Helm client.
+	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
 	// WrapStorage wraps Helm's release storage driver (Secrets).
 	WrapStorage func(driver.Driver) driver.Driver
 }
@@ -203,6 +208,13 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if c.WrapClient != nil {
 		cl = c.WrapClient(cl)
 	}
+	var reader client.Reader = mgr.GetAPIReader()
+	if c.WrapReader != nil {
+		reader = c.WrapReader(reader)
+	}
+	if c.WrapActionClientGetter != nil {
+		getter = c.WrapActionClientGetter(getter)
+	}
 	for _, w := range ws {
 		r, err := reconciler.New(reconciler.Options{
 			Client:             cl,
@@ -212,7 +224,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			ActionClientGetter: getter,
 			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
-			Reader:             mgr.GetAPIReader(),
+			Reader:             reader,
 			RESTMapper:         mgr.GetRESTMapper(),
 			ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
 			RetryBase:          c.RetryBase,

@@ -25,6 +25,9 @@ type Result struct {
 	Status kstatus.Status
 	// Message says why, on one line of at most MaxObjectMessageLength bytes.
 	Message string
+	// Unreadable is true when reading the object failed (forbidden, a
+	// timeout): nothing is known about it.
+	Unreadable bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -72,7 +75,7 @@ func objectResult(ref ObjectRef, u *unstructured.Unstructured, err error) Result
 		// The kind is not served (its CRD is gone): no such object can exist.
 		res.Status, res.Message = kstatus.NotFoundStatus, "not found: the API server does not serve "+ref.APIVersion+" "+ref.Kind
 	case err != nil:
-		res.Status, res.Message = kstatus.UnknownStatus, "reading it failed: "+err.Error()
+		res.Status, res.Message, res.Unreadable = kstatus.UnknownStatus, "reading it failed: "+err.Error(), true
 	default:
 		computed, cerr := kstatus.Compute(u)
 		if cerr != nil {

@@ -17,6 +17,7 @@ const (
 	ReasonFailed     = status.ReasonResourcesFailed
 	ReasonNotFound   = status.ReasonResourcesNotFound
 	ReasonInProgress = status.ReasonResourcesInProgress
+	ReasonUnreadable = status.ReasonResourcesUnreadable
 )
 
 // MaxNotReady bounds the objects listed in Summary.NotReady.
@@ -44,15 +45,21 @@ type Summary struct {
 	Reason, Message string
 	// AllReady is true when every object is Current; ResourcesReady is then True.
 	AllReady bool
+	// Unreadable is the first object that could not be read, "Kind name:
+	// reading it failed: <error>"; empty when every object was read. The
+	// reason is then ResourceReadError and ResourcesReady Unknown: nothing
+	// is known about that object, so no verdict on the release is given.
+	Unreadable string
 }
 
 // Summarize turns the results of Check into the ResourcesReady condition's
 // verdict and the status.resources counts. It is pure.
 //
-// Reasons, first that applies: Failed when any object is Failed, NotFound when
-// any is missing, InProgress otherwise while any is not Current (InProgress,
-// Terminating, or Unknown because it could not be read: none of these says the
-// release is broken, and the next check may settle them), and
+// Reasons, first that applies: ResourceReadError when an object could not be
+// read, Failed when any object is Failed, NotFound when any is missing,
+// InProgress otherwise while any is not Current (InProgress, Terminating, or
+// Unknown because kstatus could not judge it: none of these says the release
+// is broken, and the next check may settle them), and
 // AllResourcesCurrent when all are Current, a release without objects included.
 //
 // Not-ready objects are ordered Failed, NotFound, then the rest, each group by
@@ -87,6 +94,12 @@ func Summarize(results []Result) Summary {
 			cmp.Compare(a.Ref.APIVersion, b.Ref.APIVersion),
 		)
 	})
+	for _, r := range notReady {
+		if r.Unreadable {
+			s.Unreadable = status.Bound(r.Ref.Kind+" "+r.Ref.Name+": "+r.Message, maxNamedLength)
+			break
+		}
+	}
 	switch severity(notReady[0].Status) {
 	case 0:
 		s.Reason = ReasonFailed
@@ -116,6 +129,13 @@ func Summarize(results []Result) Summary {
 		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	s.Message = status.Bound(strings.Join(parts, "; "), status.MaxMessageLength)
+	if s.Unreadable != "" {
+		s.Reason = ReasonUnreadable
+		s.Message = s.Unreadable
+		if more := len(notReady) - 1; more > 0 {
+			s.Message += fmt.Sprintf("; and %d more not ready", more)
+		}
+	}
 	return s
 }
 

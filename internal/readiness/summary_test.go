@@ -139,3 +139,31 @@ func TestSummarizeDoesNotReorderItsInput(t *testing.T) {
 		t.Errorf("Summarize reordered its argument: %v", in)
 	}
 }
+
+// An object that could not be read gives ResourceReadError, naming it and
+// the error, whatever the others say: nothing is known about it.
+func TestSummarizeUnreadable(t *testing.T) {
+	unreadable := objectResult(ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "web-page"}, nil,
+		fmt.Errorf(`configmaps "web-page" is forbidden`))
+	for _, tt := range []struct {
+		name    string
+		results []Result
+		reason  string
+		message string
+	}{
+		{"alone", []Result{currentDeploy, unreadable}, ReasonUnreadable,
+			`ConfigMap web-page: reading it failed: configmaps "web-page" is forbidden`},
+		{"with a failed object", []Result{stuckDeploy, unreadable}, ReasonUnreadable,
+			`ConfigMap web-page: reading it failed: configmaps "web-page" is forbidden; and 1 more not ready`},
+		{"kstatus cannot judge", []Result{currentDeploy, result("v1", "ConfigMap", "x", kstatus.UnknownStatus, "its status could not be computed")},
+			ReasonInProgress, "ConfigMap x: its status could not be computed"},
+	} {
+		s := Summarize(tt.results)
+		if s.Reason != tt.reason || s.Message != tt.message || s.AllReady {
+			t.Errorf("%s: Summarize = %s %q (all ready %v), want %s %q", tt.name, s.Reason, s.Message, s.AllReady, tt.reason, tt.message)
+		}
+		if (tt.reason == ReasonUnreadable) != (s.Unreadable != "") {
+			t.Errorf("%s: Unreadable = %q", tt.name, s.Unreadable)
+		}
+	}
+}

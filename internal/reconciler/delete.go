@@ -9,6 +9,7 @@ import (
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,7 +43,10 @@ const maxLingeringNames = 5
 // With AnnotationUninstallOnDelete "false" the release is kept instead (see
 // keep). With UninstallWait the finalizer stays until the release's objects
 // are gone, and out.DeletionPending names those still there.
-func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) (gone bool, err error) {
+//
+// prev is updated to the uninstalled status once written, so that a failure
+// after the uninstall (removing the finalizer) keeps its outcome.
+func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured, prev *status.Status, out *status.Outcome) (gone bool, err error) {
 	out.Deleting = true
 	out.Initialized = true
 	ann, err := release.ParseAnnotations(obj.GetAnnotations())
@@ -63,8 +67,18 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	if err == nil && !uninstall {
 		return r.keep(ctx, obj, runner)
 	}
+	if err == nil && status.Uninstalled(*prev) {
+		// An earlier pass uninstalled the release and only the finalizer
+		// failed: nothing to uninstall again, no second success to announce.
+		if st, obsErr := release.Observe(runner.Client, runner.Name); obsErr == nil && st.Latest == nil {
+			out.Action, out.ActionSucceeded = status.ActionUninstall, true
+			out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
+			return r.removeFinalizer(ctx, obj, "The release was uninstalled")
+		}
+	}
 	if err == nil {
 		out.Action = status.ActionUninstall
+		r.uninstallProgress(ctx, obj, *prev, runner.Name)
 		if r.opts.UninstallWait {
 			err = r.uninstallAndWait(ctx, obj, runner, out)
 		} else {
@@ -82,25 +96,43 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		}
 		return false, err
 	}
-	out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
+	out.DeployedKnown, out.Deployed, out.Uninstalled, out.ActionSucceeded = true, nil, true, true
 	if out.DeletionPending != "" {
 		return false, nil
 	}
 	r.successEvent(obj, *out)
 	// Say so before the resource goes away, for whoever watches it.
-	if err := r.status.Write(ctx, obj, status.Compute(prev, *out)); err != nil {
+	next := status.Compute(*prev, *out)
+	if err := r.status.Write(ctx, obj, next); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Writing the uninstalled status failed; removing the finalizer anyway")
 	}
+	*prev = next
 	return r.removeFinalizer(ctx, obj, "The release was uninstalled")
+}
+
+// uninstallProgress says that the uninstall of release name is under way
+// (Reconciling=True Progressing) before it starts, unless the deletion
+// already waits for the release's objects to go (uninstallWait), which its
+// own Reconciling=True Deleting says. A failed write is not fatal.
+func (r *Reconciler) uninstallProgress(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, name string) {
+	if c := meta.FindStatusCondition(prev.Conditions, status.TypeReconciling); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == status.ReasonDeleting {
+		return
+	}
+	msg := fmt.Sprintf("Uninstalling release %s", name)
+	if err := r.status.Write(ctx, obj, status.Progressing(prev, obj.GetGeneration(), msg)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
+	}
 }
 
 // removeFinalizer lets the resource go; done says what was done before, for
 // the message of a failure.
 func (r *Reconciler) removeFinalizer(ctx context.Context, obj *unstructured.Unstructured, done string) (bool, error) {
-	base := obj.DeepCopy()
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		obj.Object = base.Object
+	err := r.patchFinalizers(ctx, obj, func(o *unstructured.Unstructured) bool { return controllerutil.RemoveFinalizer(o, Finalizer) })
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
 		return false, &release.Error{Reason: status.ReasonErrorRemovingFinalizer,
 			Summary: fmt.Sprintf("%s but removing the finalizer %s failed", done, Finalizer), Err: err}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +17,39 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
+
+// defaultRetries sets the operator's default retry delays (1s, doubling, at
+// most 5m), which the examples show, instead of the tests' short ones.
+func defaultRetries(c *operator.Config) { c.RetryBase, c.RetryMax = time.Second, 5*time.Minute }
+
+// holdOnStatus holds the operator's next reconcile of the Nginx name once
+// it has written a status with condition typ True for reason: the status
+// then stays as that reconcile left it, and no retry runs, until release is
+// called (at the end of the test at the latest).
+func (e *env) holdOnStatus(name, typ, reason string) (release func()) {
+	var once sync.Once
+	held := make(chan struct{})
+	release = sync.OnceFunc(func() { close(held); e.getHold.Store(nil); e.statusPatchFault.Store(nil) })
+	e.t.Cleanup(release)
+	hold := func(obj client.Object) <-chan struct{} {
+		if obj.GetName() == name && obj.GetObjectKind().GroupVersionKind().Kind == tu.NginxGVK.Kind {
+			return held
+		}
+		return nil
+	}
+	f := func(obj client.Object) error {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == name && tu.ConditionIs(u, typ, metav1.ConditionTrue, reason) {
+			once.Do(func() { e.getHold.Store(&hold) })
+		}
+		return nil
+	}
+	e.statusPatchFault.Store(&f)
+	return release
+}
 
 // docsBlock finds an example in docs/status.md:
 //
@@ -35,8 +66,9 @@ var docsBlock = regexp.MustCompile("(?s)(<!-- describe:([a-z-]+) -->\n```text\n)
 // examples instead.
 func TestDescribeMatchesTheDocs(t *testing.T) {
 	t.Parallel()
-	// One attempt per failure: the retry delay is longer than the test.
-	e := newEnv(t, func(c *operator.Config) { c.RetryBase, c.RetryMax = 10*time.Minute, 10*time.Minute })
+	// The real retry delays; the retry of a failure is held back while it is
+	// described (holdOnStatus), so each example shows the first attempt's status.
+	e := newEnv(t, defaultRetries)
 	got := map[string]string{}
 	ctx := context.Background()
 
@@ -53,11 +85,14 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.waitGone(tu.EchoGVK, "web")
 
 	e.denyBigDeployments()
+	release := e.holdOnStatus("web", status.TypeReleaseFailed, status.ReasonUpgradeError)
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
-	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
+	u := e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
+	e.waitEvent(u, corev1.EventTypeWarning, reconciler.EventUpgradeFailed)
 	got["failed-upgrade"] = e.describe("nginx", "web")
 
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	release()
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	e.policy("keep-services", []admissionv1.NamedRuleWithOperations{rule("", "services", admissionv1.Delete)},
 		admissionv1.Validation{Expression: "false", Message: "services in this namespace may not be deleted"})
@@ -66,14 +101,16 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	e.waitDenied("Service deletion", func(ctx context.Context) error {
 		return e.c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns}}, client.DryRunAll)
 	})
+	e.holdOnStatus("web", status.TypeReleaseFailed, status.ReasonUninstallError)
 	if err := e.c.Delete(ctx, e.get(tu.NginxGVK, "web")); err != nil {
 		t.Fatal(err)
 	}
-	e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
+	u = e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUninstallError)
+	e.waitEvent(u, corev1.EventTypeWarning, reconciler.EventUninstallFailed)
 	got["blocked-uninstall"] = e.describe("nginx", "web")
 
 	// Out of retries: a watch with maxRetries 2, the upgrade denied twice.
-	ex := newEnvWatching(t, testWatches(t, "maxRetries: 2"))
+	ex := newEnvWatching(t, testWatches(t, "maxRetries: 2"), defaultRetries)
 	ex.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	ex.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	ex.denyBigDeployments()
@@ -82,7 +119,7 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	got["retries-exhausted"] = ex.describe("nginx", "web")
 
 	// Paused, and the spec changed meanwhile.
-	p := newEnv(t)
+	p := newEnv(t, defaultRetries)
 	p.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	p.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	p.annotate(tu.NginxGVK, "web", map[string]any{"helmapp.io/paused": "true"})

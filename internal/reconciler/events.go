@@ -57,8 +57,9 @@ func (r *Reconciler) event(obj *unstructured.Unstructured, f *status.Failure) {
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, f.Reason, "%s", status.Bound(f.Message, maxEventNote))
 }
 
-// successEvent emits the Normal event of a Helm action that succeeded; a
-// reconcile that changed no release emits none.
+// successEvent emits the Normal event of a Helm action that succeeded, even
+// when a later step of the reconcile failed; a reconcile that changed no
+// release emits none.
 func (r *Reconciler) successEvent(obj *unstructured.Unstructured, out status.Outcome) {
 	var reason, note string
 	d := out.Deployed
@@ -69,6 +70,11 @@ func (r *Reconciler) successEvent(obj *unstructured.Unstructured, out status.Out
 		reason, note = EventInstallSucceeded, fmt.Sprintf("Installed release %s revision %d of chart %s %s", d.Name, d.Revision, d.Chart, d.ChartVersion)
 	case out.DeployedBy == status.ActionUpgrade && d != nil:
 		reason, note = EventUpgradeSucceeded, fmt.Sprintf("Upgraded release %s to revision %d of chart %s %s", d.Name, d.Revision, d.Chart, d.ChartVersion)
+	case out.ActionSucceeded && out.DeployedBy == "" && out.Action == status.ActionInstall:
+		// Helm's storage could not be read back: the revision is not known.
+		reason, note = EventInstallSucceeded, fmt.Sprintf("Installed release %s; reading it back from Helm's storage failed", obj.GetName())
+	case out.ActionSucceeded && out.DeployedBy == "" && out.Action == status.ActionUpgrade:
+		reason, note = EventUpgradeSucceeded, fmt.Sprintf("Upgraded release %s; reading it back from Helm's storage failed", obj.GetName())
 	default:
 		return
 	}

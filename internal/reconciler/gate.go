@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // retryGate holds back the retry of a failed resource until its backoff has
@@ -18,6 +20,8 @@ import (
 type retryGate struct {
 	mu  sync.Mutex
 	due map[types.UID]retryAt
+	// pending holds the statuses that could not be written (keepUnwritten).
+	pending map[types.UID]unwrittenStatus
 }
 
 type retryAt struct {
@@ -61,4 +65,41 @@ func (g *retryGate) release(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.due, uid)
+}
+
+// unwrittenStatus is a status a reconcile computed but could not write.
+type unwrittenStatus struct {
+	generation int64
+	status     status.Status
+}
+
+// keepUnwritten remembers the status of generation that could not be
+// written. The next reconcile of that generation starts from it and writes
+// it, even when the gate holds that reconcile back: a failed status write
+// is retried soon, whatever the backoff.
+func (g *retryGate) keepUnwritten(uid types.UID, generation int64, s status.Status) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil {
+		g.pending = map[types.UID]unwrittenStatus{}
+	}
+	g.pending[uid] = unwrittenStatus{generation: generation, status: *s.DeepCopy()}
+}
+
+// unwritten returns the status of generation that could not be written.
+func (g *retryGate) unwritten(uid types.UID, generation int64) (status.Status, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.pending[uid]
+	if !ok || p.generation != generation {
+		return status.Status{}, false
+	}
+	return *p.status.DeepCopy(), true
+}
+
+// forgetUnwritten drops it once a status was written.
+func (g *retryGate) forgetUnwritten(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.pending, uid)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"go.uber.org/zap/zapcore"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -87,6 +88,17 @@ type env struct {
 	// failStorageQuery makes Helm's storage fail to list releases;
 	// failStorageUpdate makes it fail to update one.
 	failStorageQuery, failStorageUpdate atomic.Bool
+	// failAfterDeploy, when set, makes the storage fail to list releases
+	// (failStorageQuery) as soon as a revision is stored as deployed: the
+	// action succeeds, reading it back fails.
+	failAfterDeploy atomic.Bool
+	// readFault, when set, may fail a read of the uncached reader (the
+	// releases' objects); clientFault may fail getting a Helm client.
+	readFault   atomic.Pointer[func(obj client.Object) error]
+	clientFault atomic.Pointer[func(obj client.Object) error]
+	// getHold, when set, blocks the operator's reads of a watched resource
+	// for which it returns a channel, until that channel is closed.
+	getHold atomic.Pointer[func(obj client.Object) <-chan struct{}]
 	// objectWrites counts the operator's creates and patches of objects
 	// other than the watched resources (the releases' objects).
 	objectWrites atomic.Int64
@@ -161,6 +173,12 @@ func (e *env) configure(logger logr.Logger, mutate []func(*operator.Config)) fun
 			return interceptor.NewClient(noWatch{cl}, interceptor.Funcs{
 				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					e.gets.Add(1)
+					if h := e.getHold.Load(); h != nil && ownKind(obj) {
+						obj.SetName(key.Name)
+						if ch := (*h)(obj); ch != nil {
+							<-ch
+						}
+					}
 					return cl.Get(ctx, key, obj, opts...)
 				},
 				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -187,7 +205,11 @@ func (e *env) configure(logger logr.Logger, mutate []func(*operator.Config)) fun
 			})
 		}
 		c.WrapStorage = func(d driver.Driver) driver.Driver {
-			return &faultyDriver{Driver: d, fail: &e.failStorageQuery, failUpdate: &e.failStorageUpdate}
+			return &faultyDriver{Driver: d, fail: &e.failStorageQuery, failUpdate: &e.failStorageUpdate, failAfterDeploy: &e.failAfterDeploy}
+		}
+		c.WrapReader = func(r client.Reader) client.Reader { return faultyReader{Reader: r, fault: &e.readFault} }
+		c.WrapActionClientGetter = func(g helmclient.ActionClientGetter) helmclient.ActionClientGetter {
+			return faultyGetter{ActionClientGetter: g, fault: &e.clientFault}
 		}
 		for _, m := range mutate {
 			m(c)
@@ -205,14 +227,50 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 // faultyDriver is Helm's real Secret driver, whose listing can be made to fail.
 type faultyDriver struct {
 	driver.Driver
-	fail, failUpdate *atomic.Bool
+	fail, failUpdate, failAfterDeploy *atomic.Bool
 }
 
 func (d *faultyDriver) Update(key string, rls *release.Release) error {
 	if d.failUpdate.Load() {
 		return fmt.Errorf("injected: the storage could not update %s", key)
 	}
-	return d.Driver.Update(key, rls)
+	err := d.Driver.Update(key, rls)
+	if err == nil && rls.Info != nil && rls.Info.Status == release.StatusDeployed && d.failAfterDeploy.CompareAndSwap(true, false) {
+		d.fail.Store(true)
+	}
+	return err
+}
+
+// faultyReader is the real uncached reader, whose reads can be made to fail.
+type faultyReader struct {
+	client.Reader
+	fault *atomic.Pointer[func(obj client.Object) error]
+}
+
+func (r faultyReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if f := r.fault.Load(); f != nil {
+		obj.SetName(key.Name)
+		obj.SetNamespace(key.Namespace)
+		if err := (*f)(obj); err != nil {
+			return err
+		}
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// faultyGetter is the real Helm client getter, which can be made to fail.
+type faultyGetter struct {
+	helmclient.ActionClientGetter
+	fault *atomic.Pointer[func(obj client.Object) error]
+}
+
+func (g faultyGetter) ActionClientFor(ctx context.Context, obj client.Object) (helmclient.ActionInterface, error) {
+	if f := g.fault.Load(); f != nil {
+		if err := (*f)(obj); err != nil {
+			return nil, err
+		}
+	}
+	return g.ActionClientGetter.ActionClientFor(ctx, obj)
 }
 
 func (d *faultyDriver) Query(labels map[string]string) ([]*release.Release, error) {
@@ -289,8 +347,9 @@ func expect(t *testing.T, u *unstructured.Unstructured, want ...string) {
 }
 
 // checkContract checks what must hold for every status: observedGeneration on
-// the status and every condition, a reason on every condition, one-line
-// bounded messages.
+// the status and every condition (a ResourcesReady verdict not judged since
+// keeps the older generation that judged it), a reason on every condition,
+// one-line bounded messages.
 func checkContract(t *testing.T, u *unstructured.Unstructured) {
 	t.Helper()
 	og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
@@ -300,7 +359,11 @@ func checkContract(t *testing.T, u *unstructured.Unstructured) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m := c.(map[string]any)
-		if m["reason"] == "" || m["observedGeneration"] != og {
+		cg, _ := m["observedGeneration"].(int64)
+		if m["type"] == "ResourcesReady" && cg > 0 && cg < og {
+			cg = og
+		}
+		if m["reason"] == "" || cg != og {
 			t.Errorf("condition %v: reason %q observedGeneration %v (status %d)", m["type"], m["reason"], m["observedGeneration"], og)
 		}
 		msg, _ := m["message"].(string)

@@ -36,6 +36,10 @@ const Finalizer = "helmapp.io/uninstall-release"
 // statusWriteTimeout bounds the final status write of a reconcile.
 const statusWriteTimeout = 10 * time.Second
 
+// statusRewriteDelay is when a status that could not be written is written
+// again, whatever the backoff of the reconcile's failure.
+const statusRewriteDelay = time.Second
+
 // Options configure a Reconciler. New validates them once.
 type Options struct {
 	// Client reads and writes the watched resources.
@@ -161,6 +165,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	now := r.opts.Now()
 	prev := status.FromObject(obj)
+	if p, ok := r.gate.unwritten(obj.GetUID(), obj.GetGeneration()); ok {
+		// The last status this reconciler computed never reached the server:
+		// it, not the stale one there, is what the next status follows from.
+		prev = p
+	}
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
 		ReadinessTimeout: r.opts.ReadinessTimeout, MaxRetries: r.opts.MaxRetries}
 	gone := false
@@ -173,9 +182,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// the status says how a cancelled Helm action ended.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
 		defer cancel()
-		if err := r.status.Write(wctx, obj, next); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, err)
+		err := r.status.Write(wctx, obj, next)
+		if err != nil && !apierrors.IsNotFound(err) {
+			// Written again soon, whatever the backoff holds back: the status
+			// on the server may say something no longer true (see gate).
+			r.gate.keepUnwritten(obj.GetUID(), obj.GetGeneration(), next)
+			ctrl.LoggerFrom(ctx).Error(err, "Writing the status failed; writing it again soon", "after", statusRewriteDelay.String())
+			if res.RequeueAfter == 0 || res.RequeueAfter > statusRewriteDelay {
+				res.RequeueAfter = statusRewriteDelay
+			}
+			return
 		}
+		r.gate.forgetUnwritten(obj.GetUID())
 	}()
 
 	redactor := r.redactor(obj)
@@ -191,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
-		gone, err = r.delete(ctx, obj, prev, &out)
+		gone, err = r.delete(ctx, obj, &prev, &out)
 		if gone {
 			r.gate.release(obj.GetUID())
 		}
@@ -212,7 +230,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.failed(ctx, obj, prev, &out, err, redactor), nil
 	}
 	r.gate.release(obj.GetUID())
-	r.successEvent(obj, out)
 	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, out)}, nil
 }
 
@@ -351,7 +368,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	}
 
 	plan := release.Decide(before, release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest})
-	if msg := runner.ProgressMessage(plan, before); msg != "" {
+	if msg := runner.ProgressMessage(plan, before); msg != "" && (out.Retry != "" || !status.StalledBySpec(prev, obj.GetGeneration())) {
 		// Say what is under way before the long Helm call. A failed write here
 		// is not fatal: the deferred write says the outcome either way.
 		if err := r.status.Write(ctx, obj, status.Progressing(prev, obj.GetGeneration(), msg)); err != nil {
@@ -363,11 +380,22 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if result.Unlocked != nil {
 		r.unlockedEvent(obj, result.Unlocked)
 	}
-	out.Action, out.DeployedBy = result.Action, result.DeployedBy
+	out.Action, out.DeployedBy, out.ActionSucceeded = result.Action, result.DeployedBy, result.Succeeded
 	if result.Observed {
 		out.Deployed = release.Describe(result.State.Deployed)
 	}
+	if result.Succeeded {
+		r.successEvent(obj, *out)
+	}
 	if err != nil {
+		if result.Observed {
+			// The deployed revision's objects still run and matter: their
+			// readiness is judged on the failure paths too, so that the
+			// verdict is never an old one passed off as current.
+			if rerr := r.observeResources(ctx, obj, result.State, out); rerr != nil {
+				ctrl.LoggerFrom(ctx).V(1).Info("Judging readiness after a failure failed", "error", rerr.Error())
+			}
+		}
 		return err
 	}
 	return r.observeResources(ctx, obj, result.State, out)
@@ -392,7 +420,13 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 	sum := readiness.Summarize(readiness.Check(ctx, r.opts.Reader, refs))
 	out.Readiness = &status.Readiness{
 		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
-		AllReady:  sum.AllReady, Reason: sum.Reason, Message: sum.Message,
+		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,
+	}
+	if sum.Unreadable != "" {
+		// Not a verdict on the release: retried, and never counted towards
+		// the readiness deadline.
+		return &release.Error{Reason: status.ReasonResourcesUnreadable,
+			Summary: fmt.Sprintf("Reading the objects of release %s failed", st.Deployed.Name), Err: errors.New(sum.Unreadable)}
 	}
 	return nil
 }
@@ -420,14 +454,39 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 }
 
 func (r *Reconciler) ensureFinalizer(ctx context.Context, obj *unstructured.Unstructured) error {
-	if controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return nil
+	return r.patchFinalizers(ctx, obj, func(o *unstructured.Unstructured) bool { return controllerutil.AddFinalizer(o, Finalizer) })
+}
+
+// maxFinalizerAttempts bounds the conflicts one finalizer change retries.
+const maxFinalizerAttempts = 5
+
+// patchFinalizers applies change (which reports whether it changed
+// anything) to obj's finalizers and patches them with an optimistic lock:
+// a merge patch replaces the whole list, so without the lock a finalizer
+// another controller added in between would be dropped. On a conflict it
+// re-reads the resource from the API server and tries again. On success obj
+// holds what the server stored; on failure it is as it was.
+func (r *Reconciler) patchFinalizers(ctx context.Context, obj *unstructured.Unstructured, change func(*unstructured.Unstructured) bool) error {
+	cur := obj.DeepCopy()
+	for attempt := 1; ; attempt++ {
+		base := cur.DeepCopy()
+		if !change(cur) {
+			obj.Object = cur.Object
+			return nil
+		}
+		err := r.opts.Client.Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			obj.Object = cur.Object
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxFinalizerAttempts {
+			return err
+		}
+		// The cache may still hold the stale object: read the server's.
+		cur = &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := r.opts.Reader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			return err
+		}
 	}
-	base := obj.DeepCopy()
-	controllerutil.AddFinalizer(obj, Finalizer)
-	if err := r.opts.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		obj.Object = base.Object
-		return err
-	}
-	return nil
 }

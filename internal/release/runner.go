@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,6 +80,10 @@ type Result struct {
 	Observed bool
 	// Unlocked is the stale lock this run removed before its action, nil for none.
 	Unlocked *Lock
+	// Succeeded is true when the install or upgrade completed and Helm's
+	// storage, when it could be read back, agrees; a failure after it (the
+	// read-back) does not undo it.
+	Succeeded bool
 }
 
 // ProgressMessage says what running plan is about to do, for the Reconciling
@@ -145,12 +150,16 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
+	res.Succeeded = err == nil
 	after, obsErr := Observe(r.Client, r.Name)
 	if obsErr != nil {
 		if err != nil {
 			return res, err
 		}
-		return res, obsErr
+		// The action's verdict stands; only its read-back failed.
+		return res, &Error{Reason: status.ReasonErrorGettingReleaseState,
+			Summary: fmt.Sprintf("The %s of release %s succeeded, but reading it back from Helm's storage failed", res.Action, r.Name),
+			Err:     errors.Unwrap(obsErr)}
 	}
 	res.State, res.Observed = after, true
 	if err != nil {
@@ -172,6 +181,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	if after.Deployed == nil || after.Latest == nil || after.Deployed.Version != after.Latest.Version {
 		// Helm reports success even when it could not record the outcome in
 		// its storage; the storage is the truth.
+		res.Succeeded = false
 		reason := map[string]string{status.ActionInstall: status.ReasonInstallError, status.ActionUpgrade: status.ReasonUpgradeError}[res.Action]
 		latest := "no revision"
 		if after.Latest != nil && after.Latest.Info != nil {

@@ -33,6 +33,10 @@ type Outcome struct {
 	// Action is the Helm action this reconcile attempted: ActionInstall,
 	// ActionUpgrade, ActionUninstall, ActionReconcile, or empty for none.
 	Action string
+	// ActionSucceeded is true when Action completed, even if a later step of
+	// the reconcile failed (reading it back, judging readiness, removing the
+	// finalizer): the verdict on a Helm action comes from its own outcome.
+	ActionSucceeded bool
 	// Uninstalled is true when the release is gone after a deletion.
 	Uninstalled bool
 	// DeletionPending, set with Uninstalled, says which objects of the
@@ -45,7 +49,8 @@ type Outcome struct {
 	RetryAfter time.Duration
 
 	// Readiness is the readiness of the deployed release's objects, when this
-	// reconcile judged it; nil keeps the previous verdict.
+	// reconcile judged it; nil keeps the previous verdict, with the
+	// observedGeneration of the reconcile that judged it.
 	Readiness *Readiness
 	// ReadinessTimeout is how long after a deployment its objects may take to
 	// become ready before the resource is Stalled; 0 means no limit.
@@ -71,6 +76,8 @@ type Readiness struct {
 	Resources Resources
 	// AllReady: every object is Current.
 	AllReady bool
+	// Unknown: an object could not be read; ResourcesReady is then Unknown.
+	Unknown bool
 	// Reason and Message of the ResourcesReady condition.
 	Reason, Message string
 }
@@ -132,8 +139,13 @@ func Compute(prev Status, o Outcome) Status {
 	c.irreconcilable(o)
 	c.resourcesReady(o)
 	c.stalledAndReconciling(o, OutOfRetries(prev, o))
-	// A verdict kept from an earlier reconcile still holds for this generation.
+	// A verdict kept from an earlier reconcile still holds for this
+	// generation, but for a readiness verdict not judged this time: its
+	// observedGeneration stays that of the reconcile that judged it.
 	for i := range s.Conditions {
+		if s.Conditions[i].Type == TypeResourcesReady && o.Readiness == nil && s.DeployedRelease != nil {
+			continue
+		}
 		s.Conditions[i].ObservedGeneration = o.Generation
 	}
 	Summarize(&s, o.Generation)
@@ -178,8 +190,11 @@ func (c conditionSetter) resourcesReady(o Outcome) {
 		r := o.Readiness.Resources
 		c.s.Resources = &r
 		st := metav1.ConditionFalse
-		if o.Readiness.AllReady {
+		switch {
+		case o.Readiness.AllReady:
 			st = metav1.ConditionTrue
+		case o.Readiness.Unknown:
+			st = metav1.ConditionUnknown
 		}
 		c.set(TypeResourcesReady, st, o.Readiness.Reason, o.Readiness.Message)
 	}
@@ -286,7 +301,7 @@ func (c conditionSetter) releaseFailed(o Outcome) {
 	switch {
 	case o.Err != nil && isReleaseAction(o.Err.Action):
 		c.set(TypeReleaseFailed, metav1.ConditionTrue, o.Err.Reason, o.Err.Message)
-	case o.Err == nil && isReleaseAction(o.Action):
+	case (o.Err == nil || o.ActionSucceeded) && isReleaseAction(o.Action):
 		reason := map[string]string{
 			ActionInstall: ReasonInstallSuccessful, ActionUpgrade: ReasonUpgradeSuccessful,
 			ActionUninstall: ReasonUninstallSuccessful,

@@ -34,6 +34,9 @@ func checkConditions(t *testing.T, s Status, w want) {
 		if c.Reason == "" {
 			t.Errorf("condition %s has an empty reason", c.Type)
 		}
+		if c.Type == TypeResourcesReady && c.ObservedGeneration < s.ObservedGeneration {
+			continue // a readiness verdict not judged since keeps its generation
+		}
 		if c.ObservedGeneration != s.ObservedGeneration {
 			t.Errorf("condition %s observedGeneration %d, status says %d", c.Type, c.ObservedGeneration, s.ObservedGeneration)
 		}
@@ -393,10 +396,14 @@ func TestComputeReadiness(t *testing.T) {
 	if msg := meta.FindStatusCondition(s.Conditions, TypeStalled).Message; !strings.Contains(msg, "Unschedulable") || !strings.Contains(msg, "30s") {
 		t.Errorf("Stalled message %q", msg)
 	}
-	// A reconcile that did not judge readiness keeps the verdict, for the new generation.
+	// A reconcile that did not judge readiness keeps the verdict with the
+	// generation that judged it: an old verdict never passes for a new one.
 	later := Compute(s, Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: deployed,
 		Err: &Failure{Reason: ReasonErrorGettingReleaseState, Message: "x"}})
 	checkConditions(t, later, want{TypeResourcesReady: "False/InProgress"})
+	if c := meta.FindStatusCondition(later.Conditions, TypeResourcesReady); c.ObservedGeneration != 1 {
+		t.Errorf("ResourcesReady not judged at generation 2 claims observedGeneration %d", c.ObservedGeneration)
+	}
 	// Uninstalled: no release, no resources.
 	gone := Compute(s, Outcome{Generation: 2, Now: now, Initialized: true, Deleting: true, Action: ActionUninstall, DeployedKnown: true, Uninstalled: true})
 	checkConditions(t, gone, want{TypeResourcesReady: "False/NoDeployedRelease"})

@@ -95,12 +95,16 @@ const (
 	// ReasonAllResourcesCurrent: True, every object of the release is Current.
 	ReasonAllResourcesCurrent = "AllResourcesCurrent"
 	// ReasonResourcesInProgress: False, objects are still on their way (or
-	// being deleted, or could not be judged).
+	// being deleted, or kstatus could not judge them).
 	ReasonResourcesInProgress = "InProgress"
 	// ReasonResourcesFailed: False, at least one object failed.
 	ReasonResourcesFailed = "Failed"
 	// ReasonResourcesNotFound: False, none failed but at least one object is missing.
 	ReasonResourcesNotFound = "NotFound"
+	// ReasonResourcesUnreadable: Unknown, an object of the release could not
+	// be read (forbidden, a timeout); the message names it and the error. The
+	// reconcile fails with the same reason and is retried.
+	ReasonResourcesUnreadable = "ResourceReadError"
 	// ReasonNoRelease: ResourcesReady=False (or Unknown) because no release is deployed.
 	ReasonNoRelease = "NoDeployedRelease"
 	// ReasonProgressDeadlineExceeded: Stalled=True, the release's objects did
@@ -110,7 +114,10 @@ const (
 	// Reconciling and Ready while work is under way or being retried.
 	ReasonProgressing = "Progressing"
 	ReasonRetrying    = "Retrying"
-	ReasonDeleting    = "Deleting"
+	// ReasonDeleting: Reconciling=True (Ready=Unknown), the release is
+	// uninstalled and the finalizer stays until its objects are gone
+	// (watches.yaml uninstallWait).
+	ReasonDeleting = "Deleting"
 	// ReasonSucceeded: Reconciling=False, the resource is settled.
 	ReasonSucceeded = "Succeeded"
 	// ReasonStalled: Reconciling=False because the resource is stalled.

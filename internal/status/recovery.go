@@ -74,3 +74,23 @@ func held(prev Status, o Outcome) Status {
 
 // resumed removes the Paused condition: the resource is not paused.
 func (c conditionSetter) resumed() { meta.RemoveStatusCondition(&c.s.Conditions, TypePaused) }
+
+// StalledBySpec reports whether s says generation is stalled by its values
+// or its chart (InvalidValues, ChartRenderError): evaluating it again gives
+// the same verdict, so a later trigger of the same generation announces no
+// progress and writes nothing.
+func StalledBySpec(s Status, generation int64) bool {
+	c := meta.FindStatusCondition(s.Conditions, TypeStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation &&
+		(c.Reason == ReasonInvalidValues || c.Reason == ReasonChartRenderError)
+}
+
+// Uninstalled reports whether s says the release was uninstalled by an
+// earlier reconcile (Deployed=False and ReleaseFailed=False
+// UninstallSuccessful): a deletion retried for its finalizer only.
+func Uninstalled(s Status) bool {
+	d := meta.FindStatusCondition(s.Conditions, TypeDeployed)
+	f := meta.FindStatusCondition(s.Conditions, TypeReleaseFailed)
+	return d != nil && d.Status == metav1.ConditionFalse && d.Reason == ReasonUninstallSuccessful &&
+		f != nil && f.Status == metav1.ConditionFalse && f.Reason == ReasonUninstallSuccessful
+}
