@@ -176,7 +176,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	// Failed installs and upgrades are not rolled back behind the user's back:
 	// the failed revision stays in the history and the status says so.
-	getter, err := helmclient.NewActionClientGetter(acg, helmclient.WithFailureRollbacks(false),
+	getter, err := helmclient.NewActionClientGetter(&sharedCapabilities{inner: acg, now: time.Now}, helmclient.WithFailureRollbacks(false),
 		// Label every object of a release, so that a label-scoped cache can watch them.
 		helmclient.AppendPostRenderers(func(meta.RESTMapper, kube.Interface, client.Object) postrender.PostRenderer {
 			return dependents.Labeler{}

@@ -6,6 +6,7 @@ import (
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage/driver"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -32,8 +33,20 @@ type State struct {
 
 // Observe reads the release's history from Helm's storage (one label-scoped
 // List of Secrets). A release that was never installed gives an empty State.
+//
+// It reads the storage itself rather than through Helm's history action,
+// which first asks the API server for its version (one more request on
+// every observation) to check that the cluster is reachable: the list
+// answers that as well.
 func Observe(ac helmclient.ActionInterface, name string) (State, error) {
-	hist, err := ac.History(name)
+	var hist []*release.Release
+	var err error
+	if cfg := ac.Config(); cfg != nil && cfg.Releases != nil {
+		hist, err = cfg.Releases.History(name)
+		releaseutil.Reverse(hist, releaseutil.SortByRevision)
+	} else {
+		hist, err = ac.History(name)
+	}
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return State{}, nil
 	}

@@ -1,0 +1,76 @@
+package operator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// capabilitiesTTL is how long the cluster's capabilities (its version and API
+// versions, which charts read as .Capabilities) are reused before they are
+// read again. A chart that tests for an API installed meanwhile sees it
+// within this time.
+const capabilitiesTTL = time.Minute
+
+// sharedCapabilities gives every Helm action configuration the cluster's
+// capabilities read at most once per capabilitiesTTL. Helm reads them anew
+// for each action configuration, invalidating the discovery cache each time:
+// /version, /api and /apis on every install and upgrade. Nothing else of the
+// configuration is shared, so concurrent actions touch no common state but
+// the capabilities, which Helm only reads.
+type sharedCapabilities struct {
+	inner helmclient.ActionConfigGetter
+	now   func() time.Time
+
+	mu   sync.Mutex
+	caps *chartutil.Capabilities
+	at   time.Time
+}
+
+func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
+	cfg, err := s.inner.ActionConfigFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	// On failure Helm reads them itself, and reports its own error.
+	if caps, err := s.capabilities(cfg); err == nil {
+		cfg.Capabilities = caps
+	}
+	return cfg, nil
+}
+
+func (s *sharedCapabilities) capabilities(cfg *action.Configuration) (*chartutil.Capabilities, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if s.caps != nil && now.Sub(s.at) < capabilitiesTTL {
+		return s.caps, nil
+	}
+	dc, err := cfg.RESTClientGetter.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	dc.Invalidate()
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return nil, err
+	}
+	apis, err := action.GetVersionSet(dc)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		// An orphaned API service leaves the rest usable, as Helm treats it.
+		return nil, err
+	}
+	s.caps = &chartutil.Capabilities{
+		APIVersions: apis,
+		KubeVersion: chartutil.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}
+	s.at = now
+	return s.caps, nil
+}

@@ -1,0 +1,69 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/helmapp/helm-app-operator/internal/operator"
+)
+
+// The cluster's capabilities are read once and shared by the action
+// configurations built within operator.CapabilitiesTTL, and read again after it.
+func TestCapabilitiesAreShared(t *testing.T) {
+	hc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acg, err := helmclient.NewActionConfigGetter(cfg, mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := operator.NewSharedCapabilities(acg, func() time.Time { return now })
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+
+	first, err := s.ActionConfigFor(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := hc.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := first.Capabilities; c == nil || c.KubeVersion.Version != v.GitVersion || !c.APIVersions.Has("apps/v1") {
+		t.Fatalf("capabilities %+v, server %s", c, v.GitVersion)
+	}
+	now = now.Add(operator.CapabilitiesTTL / 2)
+	second, err := s.ActionConfigFor(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first || second.Capabilities != first.Capabilities {
+		t.Errorf("within the TTL: a new configuration must share the capabilities read once")
+	}
+	now = now.Add(operator.CapabilitiesTTL)
+	third, err := s.ActionConfigFor(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Capabilities == first.Capabilities || third.Capabilities.KubeVersion.Version != v.GitVersion {
+		t.Errorf("after the TTL: the capabilities must be read again")
+	}
+}
