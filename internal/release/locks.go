@@ -11,10 +11,14 @@ import (
 type Actions struct {
 	mu      sync.Mutex
 	running map[string]string
+	// ended is when the last action of this process on a release ended.
+	ended map[string]time.Time
 }
 
 // NewActions returns an empty registry.
-func NewActions() *Actions { return &Actions{running: map[string]string{}} }
+func NewActions() *Actions {
+	return &Actions{running: map[string]string{}, ended: map[string]time.Time{}}
+}
 
 // begin records that act runs on release ns/name; the returned function ends it.
 func (a *Actions) begin(ns, name, act string) (end func()) {
@@ -26,7 +30,19 @@ func (a *Actions) begin(ns, name, act string) (end func()) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		delete(a.running, key)
+		a.ended[key] = time.Now()
 	}
+}
+
+// EndedAt is when the last action of this process on release ns/name ended,
+// the zero time when none did. A pending revision written before then was
+// written by that action (or an earlier one), which ended without recording
+// its outcome — the API server was unreachable at the end, say — and nobody
+// runs it any more.
+func (a *Actions) EndedAt(ns, name string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ended[ns+"/"+name]
 }
 
 // Running returns the action this process runs on release ns/name, "" for none.

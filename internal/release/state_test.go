@@ -74,6 +74,19 @@ func TestJudgeLockSaysWhyAndWhen(t *testing.T) {
 	if !l.Stale || !strings.Contains(l.Why, "written before this operator began reconciling at 2026-12-01T10:00:00Z") {
 		t.Errorf("lock of an earlier process: %+v", l)
 	}
+	// This process's own action wrote it and ended without recording the
+	// outcome: nobody runs it, whatever its age.
+	l = JudgeLock(rev(2, release.StatusPendingUpgrade, written),
+		LockPolicy{Now: start.Add(40 * time.Second), Since: start, Timeout: time.Minute, EndedHere: written.Add(time.Second)})
+	if !l.Stale || !strings.Contains(l.Why, "ended without recording its outcome") {
+		t.Errorf("lock of an ended action of this process: %+v", l)
+	}
+	// One written after this process's last action ended is someone else's.
+	l = JudgeLock(rev(2, release.StatusPendingUpgrade, written),
+		LockPolicy{Now: start.Add(40 * time.Second), Since: start, Timeout: time.Minute, EndedHere: written.Add(-time.Second)})
+	if l.Stale {
+		t.Errorf("a lock written after this process's last action ended is stale: %+v", l)
+	}
 	if JudgeLock(rev(1, release.StatusFailed, start), LockPolicy{}) != nil {
 		t.Errorf("a failed revision is no lock")
 	}

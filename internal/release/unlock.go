@@ -42,13 +42,17 @@ type LockPolicy struct {
 	Timeout time.Duration
 	// RunningHere is the action this process runs on the release, "" for none.
 	RunningHere string
+	// EndedHere is when the last action of this process on the release
+	// ended, zero for none (Actions.EndedAt).
+	EndedHere time.Time
 }
 
 // JudgeLock tells whether the pending revision rel is stale: no action of
 // this process runs on it, and either it was written before this process
 // became the one reconciling (then no process runs it: the one that wrote it
-// stopped reconciling), or it is older than the timeout, which bounds every
-// action of every process. It returns nil when rel is not pending.
+// stopped reconciling), or it was written before an action of this process on
+// the release ended (that action wrote it and could not record its outcome),
+// or it is older than the timeout, which bounds every action of every process. It returns nil when rel is not pending.
 func JudgeLock(rel *release.Release, p LockPolicy) *Lock {
 	if rel == nil || rel.Info == nil || !rel.Info.Status.IsPending() {
 		return nil
@@ -65,6 +69,8 @@ func JudgeLock(rel *release.Release, p LockPolicy) *Lock {
 		l.Stale, l.Why = true, "Helm's record does not say when it was written"
 	case l.WrittenAt.Before(p.Since):
 		l.Stale, l.Why = true, fmt.Sprintf("it was written before this operator began reconciling at %s", stamp(p.Since))
+	case !p.EndedHere.IsZero() && !l.WrittenAt.After(p.EndedHere):
+		l.Stale, l.Why = true, "the action of this operator that wrote it ended without recording its outcome"
 	case l.Age >= p.Timeout:
 		l.Stale, l.Why = true, fmt.Sprintf("it is older than the watch's timeout %s", p.Timeout)
 	default:
@@ -83,6 +89,7 @@ func (r *Runner) Observe() (State, error) {
 	p := LockPolicy{Now: r.now(), Since: r.tenure().Since(), Timeout: r.timeout()}
 	if r.Actions != nil {
 		p.RunningHere = r.Actions.Running(r.Namespace, r.Name)
+		p.EndedHere = r.Actions.EndedAt(r.Namespace, r.Name)
 	}
 	st.Lock = JudgeLock(st.Latest, p)
 	return st, nil
