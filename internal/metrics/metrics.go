@@ -14,6 +14,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +78,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 	}
 	if r.actions, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    HelmActionDuration,
-		Help:    "Duration of Helm actions (install, upgrade, uninstall, reconcile) by kind, action and outcome (success, failure), hooks and waits included.",
+		Help:    "Duration of Helm actions (install, upgrade, rollback, uninstall) by kind, action and outcome (success, failure), hooks and waits included.",
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 	}, []string{"kind", "action", "outcome"})); err != nil {
 		return nil, err
@@ -199,4 +200,17 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// ObserveAction records a Helm action of a release of a resource of kind
+// that took d and ended with err; it is a release.ActionObserver.
+func (r *Recorder) ObserveAction(kind, action string, d time.Duration, err error) {
+	if r == nil {
+		return
+	}
+	outcome := OutcomeSuccess
+	if err != nil {
+		outcome = OutcomeFailure
+	}
+	r.actions.WithLabelValues(kind, action, outcome).Observe(d.Seconds())
 }

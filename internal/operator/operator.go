@@ -211,8 +211,8 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if err != nil {
 		return nil, fmt.Errorf("registering the metrics: %w", err)
 	}
-	getter = rec.ActionClientGetter(getter)
 	actions := release.NewActions()
+	actions.ObserveWith(rec.ObserveAction)
 	cl := mgr.GetClient()
 	if c.WrapClient != nil {
 		cl = c.WrapClient(cl)
