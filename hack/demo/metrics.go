@@ -6,6 +6,8 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+
+	"github.com/helmapp/helm-app-operator/internal/metrics"
 )
 
 // metricsAddress returns a free local address for the operator's metrics endpoint.
@@ -47,13 +49,14 @@ func (d *demo) showMetrics(ctx context.Context) error {
 	}
 	fmt.Print(out)
 
-	fmt.Println("With the metrics-scraper token (the operator's own series; histogram buckets left out):")
+	fmt.Println("With the metrics-scraper token (the operator's own series; histogram buckets and the conditions' 0-valued statuses left out):")
 	out, err = curl(ctx, token, "-sk", "-H", "Authorization: Bearer $TOKEN", url)
 	if err != nil {
 		return err
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "helmapp_") && !strings.Contains(line, "_bucket{") {
+		zeroCondition := strings.HasPrefix(line, metrics.ResourceCondition+"{") && strings.HasSuffix(line, " 0")
+		if strings.HasPrefix(line, "helmapp_") && !strings.Contains(line, "_bucket{") && !zeroCondition {
 			fmt.Println(line)
 		}
 	}
@@ -67,7 +70,10 @@ func curl(ctx context.Context, token string, args ...string) (string, error) {
 	run := make([]string, len(args))
 	for i, a := range args {
 		shown[i] = a
-		if strings.ContainsAny(a, " ${}") {
+		switch {
+		case strings.Contains(a, "$TOKEN"):
+			shown[i] = `"` + a + `"`
+		case strings.ContainsAny(a, " ${}"):
 			shown[i] = "'" + a + "'"
 		}
 		run[i] = strings.ReplaceAll(a, "$TOKEN", token)
