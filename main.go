@@ -21,7 +21,8 @@ func main() {
 	var c operator.Config
 	var watchesFile string
 	flag.StringVar(&watchesFile, "watches-file", "watches.yaml", "Path to the watches file; chart paths in it are relative to the working directory.")
-	flag.StringVar(&c.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&c.MetricsBindAddress, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to, served over HTTPS to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); \"0\" disables it.")
+	flag.StringVar(&c.MetricsCertDir, "metrics-cert-dir", "", "Directory with the metrics endpoint's tls.crt and tls.key; empty means a self-signed certificate.")
 	flag.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
 	flag.BoolVar(&c.LeaderElection, "leader-elect", false, "Enable leader election, so that only one replica reconciles at a time.")
 	flag.StringVar(&c.LeaderElectionID, "leader-election-id", operator.DefaultLeaderElectionID, "Name of the Lease used for leader election.")

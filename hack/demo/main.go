@@ -6,7 +6,8 @@
 // Ready because their Deployments really became Available. Then it asks for
 // more CPU than the node has, shows Ready=False with the pod's Unschedulable
 // reason, restores the request and shows Ready=True again, printing the
-// conditions at each step. Then it stops everything, or with --keep leaves it
+// conditions at each step, and scrapes the operator's metrics with curl,
+// without a token (401) and with a ServiceAccount's. Then it stops everything, or with --keep leaves it
 // running until Ctrl-C and prints how to explore.
 package main
 
@@ -40,6 +41,8 @@ type demo struct {
 	cp       *controlplane.ControlPlane
 	workDir  string
 	operator *exec.Cmd
+	// metricsAddr is where the operator serves its metrics (HTTPS).
+	metricsAddr string
 }
 
 func run(keep bool, workDir string) error {
@@ -119,6 +122,11 @@ func run(keep bool, workDir string) error {
 	}
 	d.conditions(ctx)
 
+	step("Scraping the operator's metrics (HTTPS; the API server authenticates and authorizes each scrape's token)")
+	if err := d.showMetrics(ctx); err != nil {
+		return err
+	}
+
 	step("kubectl get nginx,echo")
 	d.show(ctx, "get", "nginx,echo")
 	step("kubectl describe nginx nginx-sample")
@@ -156,8 +164,13 @@ func (d *demo) startOperator() error {
 	if err != nil {
 		return err
 	}
+	addr, err := metricsAddress()
+	if err != nil {
+		return err
+	}
+	d.metricsAddr = addr
 	cmd := exec.Command("bin/manager", "--watches-file=watches.yaml",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--reconcile-period=1m", "--readiness-timeout=3m")
+		"--metrics-bind-address="+addr, "--health-probe-bind-address=0", "--reconcile-period=1m", "--readiness-timeout=3m")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.cp.KubeconfigPath, "WATCH_NAMESPACE=")
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}

@@ -26,6 +26,8 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"deployedRelease": deployedReleaseSchema(),
 			"failedRelease":   failedReleaseSchema(),
 			"resources":       resourcesSchema(),
+			"phase": stringProp(
+				"Ready's verdict in one string, for the OpenShift console's Status column: Ready, \"Stalled: <reason>\", \"NotReady: <reason>\" or \"Progressing[: <reason>]\". Derived from the Ready condition, which is the contract."),
 		},
 	}
 }

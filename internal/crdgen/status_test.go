@@ -18,6 +18,7 @@ func TestStatusSchema(t *testing.T) {
 		"deployedRelease":         "object/",
 		"failedRelease":           "object/",
 		"resources":               "object/",
+		"phase":                   "string/",
 	}
 	for name, want := range wantFields {
 		p, ok := s.Properties[name]

@@ -23,9 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/metrics"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/watches"
@@ -40,7 +43,13 @@ type Config struct {
 	MaxConcurrentReconciles int
 	ReconcilePeriod         time.Duration
 
+	// MetricsBindAddress is where the metrics endpoint listens, over HTTPS,
+	// answering only requests whose bearer token the API server authenticates
+	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview);
+	// "0" or empty disables it. MetricsCertDir holds its tls.crt and tls.key
+	// (e.g. from OpenShift's service CA); empty means a self-signed certificate.
 	MetricsBindAddress      string
+	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	LeaderElection          bool
 	LeaderElectionID        string
@@ -122,7 +131,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		id = DefaultLeaderElectionID
 	}
 	opts := ctrl.Options{
-		Metrics:                 metricsserver.Options{BindAddress: orDisabled(c.MetricsBindAddress)},
+		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  orDisabled(c.HealthProbeBindAddress),
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        id,
@@ -203,7 +212,12 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	})); err != nil {
 		return nil, err
 	}
+	rec, err := metrics.New(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering the metrics: %w", err)
+	}
 	actions := release.NewActions()
+	actions.ObserveWith(rec.ObserveAction)
 	cl := mgr.GetClient()
 	if c.WrapClient != nil {
 		cl = c.WrapClient(cl)
@@ -239,6 +253,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			ShutdownGrace: c.ShutdownGrace,
 			Actions:       actions,
 			Tenure:        tenure,
+			Observer:      rec,
 		})
 		if err != nil {
 			return nil, err
@@ -278,6 +293,17 @@ func dependentCache(mgr ctrl.Manager, namespaces map[string]cache.Config, ws []w
 		return nil, err
 	}
 	return c, nil
+}
+
+// metricsOptions serves the metrics endpoint over HTTPS behind
+// controller-runtime's authentication and authorization filter.
+func metricsOptions(c Config) metricsserver.Options {
+	return metricsserver.Options{
+		BindAddress:    orDisabled(c.MetricsBindAddress),
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		CertDir:        c.MetricsCertDir,
+	}
 }
 
 func orDisabled(addr string) string {

@@ -92,6 +92,8 @@ type Options struct {
 	// MaxRetries bounds the consecutive failed installs and upgrades of one
 	// generation before the resource is Stalled; 0 means no bound.
 	MaxRetries int
+	// Observer is told how every reconcile ended (metrics); nil: nobody.
+	Observer Observer
 }
 
 // Reconciler reconciles the resources of one kind into Helm releases.
@@ -160,6 +162,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.opts.GVK)
 	if err := r.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			obj.SetNamespace(req.Namespace)
+			obj.SetName(req.Name)
+			r.observe(obj, status.Status{}, status.Outcome{}, true)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
@@ -175,9 +182,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	gone := false
 	defer func() {
 		if gone {
+			r.observe(obj, status.Status{}, out, true)
 			return
 		}
 		next := status.Compute(prev, out)
+		defer func() { r.observe(obj, next, out, false) }()
 		// Written even when the operator is stopping (ctx cancelled), so that
 		// the status says how a cancelled Helm action ended.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 
@@ -68,7 +69,9 @@ func (r *Runner) runInstall(ctx context.Context, vals map[string]any, configure 
 		configure(i)
 		i.Timeout = r.timeout()
 		i.ReleaseName, i.Namespace = r.Name, r.Namespace
+		start := time.Now()
 		_, runErr = i.RunWithContext(ctx, r.Chart, vals)
+		r.Actions.observed(r.Owner.Kind, status.ActionInstall, start, runErr)
 		ran = true
 		return errRan
 	})

@@ -13,6 +13,24 @@ type Actions struct {
 	running map[string]string
 	// ended is when the last action of this process on a release ended.
 	ended map[string]time.Time
+	// observer is told the duration and outcome of every Helm action; nil: nobody.
+	observer ActionObserver
+}
+
+// ActionObserver is told that a Helm action (install, upgrade, rollback,
+// uninstall) of a release of a resource of kind took d and ended with err
+// (nil on success). internal/metrics implements it.
+type ActionObserver func(kind, action string, d time.Duration, err error)
+
+// ObserveWith makes the registry tell f about every Helm action; call it
+// before the registry is used.
+func (a *Actions) ObserveWith(f ActionObserver) { a.observer = f }
+
+// observed tells the observer, if any, that act began at start and ended with err.
+func (a *Actions) observed(kind, act string, start time.Time, err error) {
+	if a != nil && a.observer != nil {
+		a.observer(kind, act, time.Since(start), err)
+	}
 }
 
 // NewActions returns an empty registry.

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
@@ -29,5 +30,8 @@ func (r *Runner) rollback(target *release.Release) error {
 	if r.Actions != nil {
 		defer r.Actions.begin(r.Namespace, r.Name, status.ActionRollback)()
 	}
-	return rb.Run(r.Name)
+	start := time.Now()
+	err := rb.Run(r.Name)
+	r.Actions.observed(r.Owner.Kind, status.ActionRollback, start, err)
+	return err
 }

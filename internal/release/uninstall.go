@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -37,7 +38,9 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 	if r.Actions != nil {
 		defer r.Actions.begin(r.Namespace, r.Name, status.ActionUninstall)()
 	}
+	start := time.Now()
 	err := r.uninstall(keepHistory)
+	r.Actions.observed(r.Owner.Kind, status.ActionUninstall, start, err)
 	if err == nil {
 		return nil
 	}

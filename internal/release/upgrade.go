@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 
@@ -45,7 +46,9 @@ func (r *Runner) runUpgrade(ctx context.Context, vals map[string]any, configure 
 		configure(u)
 		u.Timeout = r.timeout()
 		u.Namespace = r.Namespace
+		start := time.Now()
 		_, runErr = u.RunWithContext(ctx, r.Name, r.Chart, vals)
+		r.Actions.observed(r.Owner.Kind, status.ActionUpgrade, start, runErr)
 		ran = true
 		return errRan
 	})

@@ -10,7 +10,9 @@ import (
 // deployed, its objects are ready, and no failure stands; the first standing
 // problem, in the order Stalled, ReleaseFailed, Irreconcilable,
 // ResourcesReady, Reconciling, gives Ready its reason and message, so
-// `kubectl get` shows the cause in the Reason column.
+// `kubectl get` shows the cause in the Reason column. It also sets Phase, the
+// one string the OpenShift console shows in its Status column, from Ready
+// (see phase).
 func Summarize(s *Status, generation int64) {
 	ready := metav1.Condition{Type: TypeReady, ObservedGeneration: generation}
 	find := func(t string) *metav1.Condition { return meta.FindStatusCondition(s.Conditions, t) }
@@ -19,6 +21,7 @@ func Summarize(s *Status, generation int64) {
 		return c, c != nil && c.Status == metav1.ConditionTrue
 	}
 
+	_, stalled := isTrue(TypeStalled)
 	if c, ok := isTrue(TypeStalled); ok {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
 	} else if c, ok := isTrue(TypeReleaseFailed); ok {
@@ -38,4 +41,27 @@ func Summarize(s *Status, generation int64) {
 			"The resource has not been reconciled yet"
 	}
 	meta.SetStatusCondition(&s.Conditions, ready)
+	s.Phase = phase(ready, stalled)
+}
+
+// phase says Ready's verdict in one string: "Ready", "Stalled: <reason>",
+// "NotReady: <reason>" or "Progressing: <reason>". The console shows
+// status.phase, when set, instead of the list of every condition that is
+// True (in which Stalled=True would look like Ready=True).
+func phase(ready metav1.Condition, stalled bool) string {
+	var word string
+	switch {
+	case ready.Status == metav1.ConditionTrue:
+		return PhaseReady
+	case stalled:
+		word = PhaseStalled
+	case ready.Status == metav1.ConditionFalse:
+		word = PhaseNotReady
+	default:
+		word = PhaseProgressing
+	}
+	if ready.Reason == "" || ready.Reason == word {
+		return word
+	}
+	return word + ": " + ready.Reason
 }

@@ -23,7 +23,19 @@ type Status struct {
 	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
 	// Resources is the readiness of the deployed release's objects.
 	Resources *Resources `json:"resources,omitempty"`
+	// Phase is Ready's verdict in one string for the OpenShift console's
+	// Status column ("Ready", "Stalled: ReleaseNameConflict", "NotReady:
+	// UpgradeError", "Progressing: Retrying"); set only by Summarize.
+	Phase string `json:"phase,omitempty"`
 }
+
+// Phases: the first word of Status.Phase.
+const (
+	PhaseReady       = "Ready"
+	PhaseStalled     = "Stalled"
+	PhaseNotReady    = "NotReady"
+	PhaseProgressing = "Progressing"
+)
 
 // Resources counts the deployed release's objects and lists those not ready.
 type Resources struct {

@@ -17,7 +17,7 @@ import (
 // belongs to someone else and is never touched.
 var ownedFields = []string{
 	"observedGeneration", "deployedRelease", "failedRelease",
-	"lastAttemptedGeneration", "failures", "resources", "lastHandledRetry",
+	"lastAttemptedGeneration", "failures", "resources", "lastHandledRetry", "phase",
 }
 
 // shortMessageLength is the bound used when the API server refused a status

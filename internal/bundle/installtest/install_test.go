@@ -107,8 +107,10 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 
 			logs := &syncBuffer{}
 			logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
+			metricsAddr := freeAddress(t)
 			tu.StartOperator(t, sc, tu.DefaultWatches(t), watch, func(oc *operator.Config) {
 				oc.Logger = &logger
+				oc.MetricsBindAddress = metricsAddr // HTTPS behind TokenReview and SubjectAccessReview
 				oc.LeaderElection = true
 				oc.LeaderElectionNamespace = in.operatorNS
 				oc.LeaderElectionID = leaseID
@@ -132,6 +134,7 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 			})
 
 			lifecycle(t, c, crNS)
+			scrapeAsMetricsReader(t, c, metricsAddr, crNS)
 
 			lease := &coordinationv1.Lease{}
 			if err := c.Get(context.Background(), client.ObjectKey{Namespace: in.operatorNS, Name: leaseID}, lease); err != nil {

@@ -1,0 +1,17 @@
+package metrics_test
+
+import (
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/helmapp/helm-app-operator/internal/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testutil"
+)
+
+// cfg is the admin config of the local cluster the tests share.
+var cfg *rest.Config
+
+func TestMain(m *testing.M) {
+	testutil.Main(m, testutil.StartControlPlane, func(c *controlplane.ControlPlane) { cfg = c.Config })
+}

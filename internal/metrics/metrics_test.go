@@ -1,0 +1,350 @@
+package metrics_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/helmapp/helm-app-operator/internal/metrics"
+	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/status"
+	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+)
+
+// TestSecureMetricsFollowTheResource runs the operator with its metrics
+// endpoint as main.go serves it (HTTPS, authentication and authorization by
+// the API server) and scrapes it the way Prometheus does, with a
+// ServiceAccount token: no token is refused (401), a token without the
+// metrics-reader role of config/rbac is forbidden (403), and with the role
+// the scrape shows the resource's conditions and release follow an install,
+// an upgrade the API server denies, its recovery and the deletion.
+func TestSecureMetricsFollowTheResource(t *testing.T) {
+	ctx := context.Background()
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "metrics")
+	addr := freeAddress(t)
+	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
+		oc.MetricsBindAddress = addr
+		oc.RetryBase, oc.RetryMax = time.Second, 2*time.Second
+	})
+	url := "https://" + addr + "/metrics"
+
+	reader, stranger := serviceAccountToken(t, c, ns, "scraper"), serviceAccountToken(t, c, ns, "stranger")
+	bindMetricsReader(t, c, ns, "scraper")
+
+	tu.Eventually(t, time.Minute, "the metrics endpoint to refuse a scrape without a token", func() (bool, string) {
+		code, body := scrape(url, "")
+		return code == http.StatusUnauthorized, fmt.Sprintf("HTTP %d: %.200s", code, body)
+	})
+	// Authorization is decided by the API server (SubjectAccessReview); a
+	// fresh binding takes a moment to be seen, a missing one never is.
+	if code, body := scrape(url, stranger); code != http.StatusForbidden {
+		t.Errorf("scrape with a token lacking metrics-reader: HTTP %d, want 403: %.200s", code, body)
+	}
+	tu.Eventually(t, time.Minute, "a scrape with the metrics-reader token to succeed", func() (bool, string) {
+		code, body := scrape(url, reader)
+		return code == http.StatusOK, fmt.Sprintf("HTTP %d: %.200s", code, body)
+	})
+
+	cr := tu.NewCR(tu.NginxGVK, ns, "web", map[string]any{"replicaCount": int64(1)})
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	res := resource{ns: ns, name: "web"}
+	waitFor(t, url, reader, "Ready=True and revision 1 after the install", func(m families) string {
+		return m.conditionIs(res, status.TypeReady, "True") + m.releaseIs(res, "1") +
+			m.actionCount("Nginx", status.ActionInstall, metrics.OutcomeSuccess, 1) +
+			m.reconciles("Nginx", metrics.ResultSuccess, status.ReasonInstallSuccessful)
+	})
+
+	// A real API server denial fails the upgrade: Ready=False, the failure counted.
+	remove := tu.DenyInNamespace(t, c, ns+"-big-deployments", ns,
+		[]admissionv1.NamedRuleWithOperations{tu.Rule("apps", "deployments", admissionv1.Create, admissionv1.Update)},
+		admissionv1.Validation{Expression: "!has(object.spec.replicas) || object.spec.replicas <= 5", Message: "big Deployments are not allowed here"})
+	waitDenied(t, c, ns)
+	setReplicas(t, c, ns, "web", 9)
+	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionFalse, status.ReasonUpgradeError)
+	waitFor(t, url, reader, "Ready=False and ReleaseFailed=True after the denied upgrade", func(m families) string {
+		return m.conditionIs(res, status.TypeReady, "False") + m.conditionIs(res, status.TypeReleaseFailed, "True") +
+			m.releaseIs(res, "1") +
+			m.actionCount("Nginx", status.ActionUpgrade, metrics.OutcomeFailure, 1) +
+			m.reconciles("Nginx", metrics.ResultError, status.ReasonUpgradeError)
+	})
+
+	// The policy goes, the retried upgrade succeeds: the gauges recover.
+	remove()
+	u := tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
+	rev, _, _ := unstructured.NestedInt64(u.Object, "status", "deployedRelease", "revision")
+	waitFor(t, url, reader, "Ready=True and the new revision after the recovery", func(m families) string {
+		return m.conditionIs(res, status.TypeReady, "True") + m.conditionIs(res, status.TypeReleaseFailed, "False") +
+			m.releaseIs(res, fmt.Sprint(rev)) +
+			m.actionCount("Nginx", status.ActionUpgrade, metrics.OutcomeSuccess, 1)
+	})
+
+	// Deleted: none of its series is left.
+	if err := c.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	tu.Eventually(t, time.Minute, "the resource to be gone", func() (bool, string) {
+		_, err := tu.Get(t, c, tu.NginxGVK, ns, "web")
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	waitFor(t, url, reader, "no series of the deleted resource", func(m families) string {
+		if n := m.seriesOf(res); n > 0 {
+			return fmt.Sprintf("%d series of %s/%s left; ", n, ns, "web")
+		}
+		return ""
+	})
+}
+
+// freeAddress returns a local address nothing listens on.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serviceAccountToken creates the ServiceAccount name in ns and returns a
+// token for it from the TokenRequest API.
+func serviceAccountToken(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for %s: %v", name, err)
+	}
+	return tr.Status.Token
+}
+
+// bindMetricsReader creates the metrics-reader ClusterRole of config/rbac
+// (under a name of this test's) and binds it to the ServiceAccount sa of ns.
+func bindMetricsReader(t *testing.T, c client.Client, ns, sa string) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join(tu.RepoRoot(), "config", "rbac", "metrics_reader_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := sigsyaml.Unmarshal(raw, role); err != nil {
+		t.Fatal(err)
+	}
+	role.Name = ns + "-metrics-reader"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
+}
+
+// scrape GETs url with the bearer token (none when empty), as Prometheus does
+// with tlsConfig.insecureSkipVerify: the certificate is self-signed.
+func scrape(url, token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the endpoint's certificate is self-signed
+	}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func setReplicas(t *testing.T, c client.Client, ns, name string, n int64) {
+	t.Helper()
+	u, err := tu.Get(t, c, tu.NginxGVK, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, n, "spec", "replicaCount"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDenied waits until the API server enforces the policy against big Deployments in ns.
+func waitDenied(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	tu.Eventually(t, 30*time.Second, "the policy against big Deployments to be in force", func() (bool, string) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "probe", "namespace": ns},
+			"spec": map[string]any{"replicas": int64(9),
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "probe"}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "probe"}},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "probe"}}}}},
+		}}
+		err := c.Create(context.Background(), u, client.DryRunAll)
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), fmt.Sprint(err)
+	})
+}
+
+// families is one scrape, parsed.
+type families map[string]*dto.MetricFamily
+
+type resource struct{ ns, name string }
+
+// waitFor scrapes until check finds nothing missing (returns "").
+func waitFor(t *testing.T, url, token, what string, check func(families) string) {
+	t.Helper()
+	tu.Eventually(t, time.Minute, what, func() (bool, string) {
+		code, body := scrape(url, token)
+		if code != http.StatusOK {
+			return false, fmt.Sprintf("HTTP %d: %.200s", code, body)
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		m, err := p.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			return false, err.Error()
+		}
+		missing := check(m)
+		return missing == "", missing
+	})
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+func (f families) metrics(name string, match map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+	fam := f[name]
+	if fam == nil {
+		return nil
+	}
+next:
+	for _, m := range fam.GetMetric() {
+		l := labelsOf(m)
+		for k, v := range match {
+			if l[k] != v {
+				continue next
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// conditionIs says what is wrong unless exactly the series of typ's status
+// st is 1 among the resource's three series of typ.
+func (f families) conditionIs(r resource, typ, st string) string {
+	ms := f.metrics(metrics.ResourceCondition, map[string]string{"kind": "Nginx", "namespace": r.ns, "name": r.name, "type": typ})
+	if len(ms) != 3 {
+		return fmt.Sprintf("%d series of %s, want 3; ", len(ms), typ)
+	}
+	for _, m := range ms {
+		want := 0.0
+		if labelsOf(m)["status"] == st {
+			want = 1
+		}
+		if got := m.GetGauge().GetValue(); got != want {
+			return fmt.Sprintf("%s{status=%q} = %v, want %v; ", typ, labelsOf(m)["status"], got, want)
+		}
+	}
+	return ""
+}
+
+// releaseIs says what is wrong unless the resource has one release_info
+// series, of revision rev of the nginx chart.
+func (f families) releaseIs(r resource, rev string) string {
+	ms := f.metrics(metrics.ReleaseInfo, map[string]string{"kind": "Nginx", "namespace": r.ns, "name": r.name})
+	if len(ms) != 1 {
+		return fmt.Sprintf("%d release_info series, want 1; ", len(ms))
+	}
+	l := labelsOf(ms[0])
+	if l["revision"] != rev || l["chart"] != "nginx" || l["chart_version"] == "" || ms[0].GetGauge().GetValue() != 1 {
+		return fmt.Sprintf("release_info %v = %v, want revision %s of chart nginx; ", l, ms[0].GetGauge().GetValue(), rev)
+	}
+	return ""
+}
+
+// actionCount says what is wrong unless at least n Helm actions of kind were
+// observed with the outcome.
+func (f families) actionCount(kind, action, outcome string, n uint64) string {
+	var got uint64
+	for _, m := range f.metrics(metrics.HelmActionDuration, map[string]string{"kind": kind, "action": action, "outcome": outcome}) {
+		got += m.GetHistogram().GetSampleCount()
+	}
+	if got < n {
+		var all []string
+		for _, m := range f.metrics(metrics.HelmActionDuration, nil) {
+			all = append(all, fmt.Sprint(labelsOf(m), m.GetHistogram().GetSampleCount()))
+		}
+		return fmt.Sprintf("%d %s %s observations, want at least %d (have %v); ", got, action, outcome, n, all)
+	}
+	return ""
+}
+
+// reconciles says what is wrong unless some reconcile of kind ended with result and reason.
+func (f families) reconciles(kind, result, reason string) string {
+	for _, m := range f.metrics(metrics.ReconcileTotal, map[string]string{"kind": kind, "result": result, "reason": reason}) {
+		if m.GetCounter().GetValue() > 0 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no reconcile_total{result=%q,reason=%q}; ", result, reason)
+}
+
+// seriesOf counts the per-resource series of r.
+func (f families) seriesOf(r resource) int {
+	n := 0
+	for _, name := range []string{metrics.ResourceCondition, metrics.ReleaseInfo} {
+		n += len(f.metrics(name, map[string]string{"namespace": r.ns, "name": r.name}))
+	}
+	return n
+}
