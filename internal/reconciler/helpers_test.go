@@ -234,8 +234,15 @@ func (d *faultyDriver) Update(key string, rls *release.Release) error {
 	if d.failUpdate.Load() {
 		return fmt.Errorf("injected: the storage could not update %s", key)
 	}
+	// Only a revision newly stored as deployed arms the fault: a failed
+	// upgrade also writes the deployed revision back unchanged.
+	newlyDeployed := false
+	if rls.Info != nil && rls.Info.Status == release.StatusDeployed {
+		old, err := d.Driver.Get(key)
+		newlyDeployed = err != nil || old.Info == nil || old.Info.Status != release.StatusDeployed
+	}
 	err := d.Driver.Update(key, rls)
-	if err == nil && rls.Info != nil && rls.Info.Status == release.StatusDeployed && d.failAfterDeploy.CompareAndSwap(true, false) {
+	if err == nil && newlyDeployed && d.failAfterDeploy.CompareAndSwap(true, false) {
 		d.fail.Store(true)
 	}
 	return err
