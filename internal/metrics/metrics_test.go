@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,7 +43,7 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	ctx := context.Background()
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "metrics")
-	addr := freeAddress(t)
+	addr := tu.FreeAddress(t)
 	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
 		oc.MetricsBindAddress = addr
 		oc.RetryBase, oc.RetryMax = time.Second, 2*time.Second
@@ -118,17 +117,6 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 		}
 		return ""
 	})
-}
-
-// freeAddress returns a local address nothing listens on.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // serviceAccountToken creates the ServiceAccount name in ns and returns a

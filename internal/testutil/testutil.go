@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -348,4 +349,16 @@ func Rule(group, resource string, ops ...admissionv1.OperationType) admissionv1.
 		Operations: ops,
 		Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
 	}}
+}
+
+// FreeAddress returns a local address nothing listens on, for a server a
+// test starts (the operator's metrics endpoint).
+func FreeAddress(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

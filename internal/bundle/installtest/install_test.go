@@ -107,7 +107,7 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 
 			logs := &syncBuffer{}
 			logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
-			metricsAddr := freeAddress(t)
+			metricsAddr := tu.FreeAddress(t)
 			tu.StartOperator(t, sc, tu.DefaultWatches(t), watch, func(oc *operator.Config) {
 				oc.Logger = &logger
 				oc.MetricsBindAddress = metricsAddr // HTTPS behind TokenReview and SubjectAccessReview

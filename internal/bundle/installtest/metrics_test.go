@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,17 +22,6 @@ import (
 
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
-
-// freeAddress returns a local address nothing listens on.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // scrapeAsMetricsReader scrapes the operator's metrics at addr with the token
 // of a ServiceAccount of ns bound to the bundle's metrics-reader ClusterRole,
