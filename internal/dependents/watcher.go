@@ -1,28 +1,37 @@
 package dependents
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Watcher makes one controller watch the labelled objects of the kinds its
-// releases contain, once per kind, and reconcile their owner on a change.
+// releases contain, once per kind, and reconcile their owner on a change the
+// owner's reconciles have not read yet (see Tracker).
+//
+// The cache holds the whole objects, not only their metadata: the same
+// objects are what Reader serves readiness and the drift check from, so one
+// informer per kind serves both, bounded by what the operator deployed.
 type Watcher struct {
 	cache      cache.Cache
 	controller controller.Controller
+	tracker    *Tracker
+	owner      schema.GroupKind
 	handler    handler.EventHandler
 
 	mu      sync.Mutex
@@ -30,13 +39,15 @@ type Watcher struct {
 }
 
 // NewWatcher returns a Watcher for the controller of ownerGVK. c must be a
-// cache restricted to Selector() (see NewCache).
-func NewWatcher(c cache.Cache, ctrl controller.Controller, scheme *runtime.Scheme, mapper meta.RESTMapper, ownerGVK schema.GroupVersionKind) *Watcher {
+// cache restricted to Selector(); t is shared with the Reader of c.
+func NewWatcher(c cache.Cache, ctrl controller.Controller, t *Tracker, scheme *runtime.Scheme, mapper meta.RESTMapper, ownerGVK schema.GroupVersionKind) *Watcher {
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(ownerGVK)
 	return &Watcher{
 		cache:      c,
 		controller: ctrl,
+		tracker:    t,
+		owner:      ownerGVK.GroupKind(),
 		handler:    handler.EnqueueRequestForOwner(scheme, mapper, owner, handler.OnlyControllerOwner()),
 		watched:    map[schema.GroupVersionKind]bool{},
 	}
@@ -51,13 +62,15 @@ func (w *Watcher) Ensure(gvks []schema.GroupVersionKind) error {
 		if w.watched[gvk] {
 			continue
 		}
-		obj := &metav1.PartialObjectMetadata{}
+		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		src := source.Kind[client.Object](w.cache, obj, w.handler, changesOnly())
+		h := &unseen{inner: w.handler, tracker: w.tracker, owner: w.owner, gvk: gvk}
+		src := source.Kind[client.Object](w.cache, obj, h, changesOnly())
 		if err := w.controller.Watch(src); err != nil {
 			return fmt.Errorf("watching %s objects of the release: %w", gvk.Kind, err)
 		}
 		w.watched[gvk] = true
+		w.tracker.markWatched(gvk)
 	}
 	return nil
 }
@@ -74,4 +87,59 @@ func changesOnly() predicate.Predicate {
 		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// unseen passes an object's creation or update to its owner only when no
+// reconcile has read that version yet, and holds it while the owner is being
+// reconciled (see Tracker). Deletions always pass.
+type unseen struct {
+	inner   handler.EventHandler
+	tracker *Tracker
+	owner   schema.GroupKind
+	gvk     schema.GroupVersionKind
+}
+
+func (h *unseen) Create(ctx context.Context, e event.CreateEvent, q queue) {
+	if h.tracker.known(h.gvk, e.Object) {
+		return
+	}
+	h.inner.Create(ctx, e, h.gated(q, e.Object))
+}
+
+func (h *unseen) Update(ctx context.Context, e event.UpdateEvent, q queue) {
+	if h.tracker.known(h.gvk, e.ObjectNew) {
+		return
+	}
+	h.inner.Update(ctx, e, h.gated(q, e.ObjectNew))
+}
+
+func (h *unseen) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
+	h.tracker.forget(h.gvk, e.Object)
+	h.inner.Delete(ctx, e, q)
+}
+
+func (h *unseen) Generic(ctx context.Context, e event.GenericEvent, q queue) {
+	h.inner.Generic(ctx, e, q)
+}
+
+func (h *unseen) gated(q queue, obj client.Object) queue {
+	return gatedQueue{queue: q, h: h, obj: keyOf(h.gvk, obj), rv: obj.GetResourceVersion()}
+}
+
+// gatedQueue adds an owner's request to the controller's queue unless the
+// owner is being reconciled, in which case the Tracker holds it.
+type gatedQueue struct {
+	queue
+	h   *unseen
+	obj objectKey
+	rv  string
+}
+
+func (g gatedQueue) Add(req reconcile.Request) {
+	if g.h.tracker.hold(g.h.owner, req, g.queue, g.obj, g.rv) {
+		return
+	}
+	g.queue.Add(req)
 }

@@ -223,8 +223,27 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		cl = c.WrapClient(cl)
 	}
 	var reader client.Reader = mgr.GetAPIReader()
+	var tracker *dependents.Tracker
+	if depCache != nil {
+		// The releases' objects are read from the cache that watches them.
+		tracker = dependents.NewTracker()
+		reader = dependents.Reader{Cache: depCache, Live: reader, Tracker: tracker}
+	}
 	if c.WrapReader != nil {
 		reader = c.WrapReader(reader)
+	}
+	// The watched resources are read from the manager's cache, which the
+	// controllers' watches fill (the manager's client reads unstructured
+	// objects from the API server).
+	resources, err := client.New(mgr.GetConfig(), client.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cached client: %w", err)
+	}
+	if c.WrapClient != nil {
+		resources = c.WrapClient(resources)
 	}
 	if c.WrapActionClientGetter != nil {
 		getter = c.WrapActionClientGetter(getter)
@@ -239,6 +258,8 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
 			Reader:             reader,
+			Cache:              resources,
+			Tracker:            tracker,
 			RESTMapper:         mgr.GetRESTMapper(),
 			ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
 			RetryBase:          c.RetryBase,

@@ -60,10 +60,19 @@ type Options struct {
 	MaxHistory int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Reader reads the release's objects for their readiness; it should be
-	// uncached (the manager's APIReader). RESTMapper tells their scope.
+	// Reader reads the release's objects for their readiness and the drift
+	// check: the manager's APIReader, or a dependents.Reader over it that
+	// serves them from the cache of labelled objects. RESTMapper tells their
+	// scope.
 	Reader     client.Reader
 	RESTMapper meta.RESTMapper
+	// Cache reads the watched resources from the manager's cache (see
+	// fetch); nil reads them with Client.
+	Cache client.Reader
+	// Tracker is shared with the Reader and the dependents' watches: what
+	// the reconciles have read of the releases' objects (see
+	// dependents.Tracker). Nil when dependent watches are off.
+	Tracker *dependents.Tracker
 	// ReadinessTimeout is how long after a deployment the release's objects
 	// may take to become ready before the resource is Stalled; 0: no limit.
 	ReadinessTimeout time.Duration
@@ -107,6 +116,8 @@ type Reconciler struct {
 	dependentCache cache.Cache
 	// gate holds back retries until their backoff has passed.
 	gate retryGate
+	// versions are the resources' versions as this reconciler left them.
+	versions versions
 }
 
 // New returns a Reconciler, or an error naming the missing option.
@@ -161,14 +172,19 @@ func New(opts Options) (*Reconciler, error) {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.opts.GVK)
-	if err := r.opts.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.versions.set(req.NamespacedName, "")
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
 			r.observe(obj, status.Status{}, status.Outcome{}, true)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Events of the release's objects that arrive meanwhile are held, and
+	// start another reconcile only if this one did not read what they carry.
+	r.opts.Tracker.Begin(r.opts.GVK.GroupKind(), req)
+	defer r.opts.Tracker.End(r.opts.GVK.GroupKind(), req)
 
 	now := r.opts.Now()
 	prev := status.FromObject(obj)
@@ -182,9 +198,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	gone := false
 	defer func() {
 		if gone {
+			r.versions.set(req.NamespacedName, "")
 			r.observe(obj, status.Status{}, out, true)
 			return
 		}
+		// obj holds what the server returned for this reconcile's writes.
+		defer func() { r.versions.set(req.NamespacedName, obj.GetResourceVersion()) }()
 		next := status.Compute(prev, out)
 		defer func() { r.observe(obj, next, out, false) }()
 		// Written even when the operator is stopping (ctx cancelled), so that
@@ -395,6 +414,11 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	}
 	if result.Succeeded {
 		r.successEvent(obj, *out)
+	}
+	if result.Action != status.ActionReconcile || len(result.Drifted) > 0 || err != nil {
+		// This reconcile wrote the objects (or may have): judge what the
+		// server holds now, which the cache may not hold yet.
+		ctx = dependents.ReadFresh(ctx)
 	}
 	if err != nil {
 		if result.Observed {

@@ -54,7 +54,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		return err
 	}
 	if r.dependentCache != nil {
-		r.dependents = dependents.NewWatcher(r.dependentCache, c, mgr.GetScheme(), mgr.GetRESTMapper(), r.opts.GVK)
+		if r.opts.Tracker == nil {
+			r.opts.Tracker = dependents.NewTracker()
+		}
+		r.dependents = dependents.NewWatcher(r.dependentCache, c, r.opts.Tracker, mgr.GetScheme(), mgr.GetRESTMapper(), r.opts.GVK)
 	}
 	return nil
 }

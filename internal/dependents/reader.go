@@ -1,0 +1,63 @@
+package dependents
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Reader reads the objects of the releases from the cache of labelled
+// objects where it can, and from the API server (Live) otherwise:
+//
+//   - objects of a kind the cache does not watch, and anything that is not an
+//     *unstructured.Unstructured (a metadata-only read, a typed list of pods)
+//     are read live, so that no informer is ever started by a read;
+//   - an object the cache does not hold (not labelled: made before the
+//     operator labelled objects, or by another tool) is read live;
+//   - a cached object older than a version a reconcile already read, and
+//     every read in a context from ReadFresh, is read live.
+//
+// Every object read is recorded in the Tracker.
+type Reader struct {
+	Cache   client.Reader
+	Live    client.Reader
+	Tracker *Tracker
+}
+
+var _ client.Reader = Reader{}
+
+// Get reads one object.
+func (r Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || r.Cache == nil || r.Tracker == nil {
+		return r.Live.Get(ctx, key, obj, opts...)
+	}
+	gvk := u.GroupVersionKind()
+	if !fresh(ctx) && r.Tracker.isWatched(gvk) {
+		cached := &unstructured.Unstructured{}
+		cached.SetGroupVersionKind(gvk)
+		err := r.Cache.Get(ctx, key, cached, opts...)
+		switch {
+		case err == nil && !r.Tracker.stale(gvk, cached):
+			u.Object = cached.Object
+			r.Tracker.Saw(gvk, u)
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+	}
+	if err := r.Live.Get(ctx, key, u, opts...); err != nil {
+		return err
+	}
+	u.SetGroupVersionKind(gvk)
+	r.Tracker.Saw(gvk, u)
+	return nil
+}
+
+// List always reads live: the cache holds only labelled objects, and a list
+// is never of those (it is of pods, for readiness hints).
+func (r Reader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.Live.List(ctx, list, opts...)
+}

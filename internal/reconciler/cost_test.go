@@ -1,0 +1,117 @@
+package reconciler_test
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
+	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+)
+
+// requestLog records the operator's requests to the API server ("GET
+// /api/v1/namespaces/x/secrets"), watches left out: they are the caches'.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (l *requestLog) RoundTrip(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Query().Get("watch") != "true" {
+			what := r.Method + " " + r.URL.Path
+			if r.Method == http.MethodGet && r.URL.Query().Has("labelSelector") {
+				what = "LIST " + r.URL.Path
+			}
+			l.mu.Lock()
+			l.reqs = append(l.reqs, what)
+			l.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (l *requestLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.reqs)
+}
+
+// since returns the requests after the first n, sorted.
+func (l *requestLog) since(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := append([]string(nil), l.reqs[n:]...)
+	sort.Strings(out)
+	return out
+}
+
+// quiet waits until the operator has made no request for a second.
+func (l *requestLog) quiet(t *testing.T) {
+	t.Helper()
+	last, since := l.count(), time.Now()
+	tu.Eventually(t, time.Minute, "the operator to fall quiet", func() (bool, string) {
+		if n := l.count(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) > time.Second, "still making requests"
+	})
+}
+
+// newCountedEnv is newEnv with the operator's requests recorded.
+func newCountedEnv(t *testing.T) (*env, *requestLog) {
+	t.Helper()
+	e := newNamespace(t)
+	log := &requestLog{}
+	counted := rest.CopyConfig(cfg)
+	counted.Wrap(log.RoundTrip)
+	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
+	watchesPath := testWatches(t)
+	e.startOp = func() func() {
+		return tu.StartOperator(t, counted, watchesPath, []string{e.ns}, e.configure(logger, nil))
+	}
+	e.stopOp = e.startOp()
+	return e, log
+}
+
+// An install is one reconcile: the creation events of the objects it made
+// start no second one. A reconcile that finds nothing to do costs one
+// request, the read of Helm's storage, and writes nothing: the resource,
+// its objects (readiness, drift) are read from the caches.
+func TestSteadyStateCostsOneRequest(t *testing.T) {
+	t.Parallel()
+	e, log := newCountedEnv(t)
+	e.create(gadgetGVK, "g", map[string]any{})
+	e.wait(gadgetGVK, "g", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	log.quiet(t)
+	if n := e.gets.Load(); n != 1 {
+		t.Errorf("the install took %d reads of the resource, want 1: one reconcile, from the cache", n)
+	}
+
+	before, gets := log.count(), e.gets.Load()
+	e.poke(gadgetGVK, "g")
+	tu.Eventually(t, 30*time.Second, "the poke to be reconciled", func() (bool, string) {
+		return e.gets.Load() > gets, "no reconcile yet"
+	})
+	log.quiet(t)
+	got := log.since(before)
+	storage := "LIST /api/v1/namespaces/" + e.ns + "/secrets"
+	if len(got) != 1 || got[0] != storage {
+		t.Errorf("a reconcile with nothing to do made %d requests, want only %q:\n%s", len(got), storage, strings.Join(got, "\n"))
+	}
+	if u := e.get(gadgetGVK, "g"); !tu.ConditionIs(u, status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful) {
+		t.Errorf("the resource is no longer Ready after a reconcile with nothing to do: %s", tu.Describe(u))
+	}
+}
