@@ -396,14 +396,13 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	}
 
 	plan := release.Decide(before, release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest})
+	announced := func() {}
 	if msg := runner.ProgressMessage(plan, before); msg != "" && (out.Retry != "" || !status.StalledBySpec(prev, obj.GetGeneration())) {
-		// Say what is under way before the long Helm call. A failed write here
-		// is not fatal: the deferred write says the outcome either way.
-		if err := r.status.Write(ctx, obj, status.Progressing(prev, obj.GetGeneration(), msg)); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
-		}
+		// Say what is under way if the Helm call takes long.
+		announced = r.announce(ctx, obj, status.Progressing(prev, obj.GetGeneration(), msg))
 	}
 	result, err := runner.Run(ctx, plan, before, vals)
+	announced()
 	r.driftEvent(obj, runner.Name, result.Drifted)
 	if result.Unlocked != nil {
 		r.unlockedEvent(obj, result.Unlocked)

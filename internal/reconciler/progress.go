@@ -1,0 +1,53 @@
+package reconciler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// progressDelay is how long a Helm action runs before the status says it is
+// under way. Most installs and upgrades end sooner, and their outcome is then
+// the only status written: one write per action, not two. A resource whose
+// generation is ahead of its observedGeneration reads as in progress
+// (kstatus) all the while.
+const progressDelay = 2 * time.Second
+
+// announce writes the progress status s (Reconciling=True with what is
+// under way) if the action that follows is still running after
+// progressDelay. The returned function ends the announcement: it stops the
+// timer or waits for a write in flight, and leaves obj as the server holds
+// it. Until then obj must not be written: the write works on a copy, so that
+// the action may read obj meanwhile. A failed write is not fatal: the
+// reconcile's own write says the outcome either way.
+func (r *Reconciler) announce(ctx context.Context, obj *unstructured.Unstructured, s status.Status) func() {
+	cp := obj.DeepCopy()
+	var (
+		mu    sync.Mutex
+		wrote bool
+	)
+	t := time.AfterFunc(progressDelay, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := r.status.Write(ctx, cp, s); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
+			return
+		}
+		wrote = true
+	})
+	return func() {
+		if t.Stop() {
+			return // not written, and it never will be
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if wrote {
+			obj.Object = cp.Object
+		}
+	}
+}
