@@ -24,6 +24,11 @@ const capabilitiesTTL = time.Minute
 // /version, /api and /apis on every install and upgrade. Nothing else of the
 // configuration is shared, so concurrent actions touch no common state but
 // the capabilities, which Helm only reads.
+//
+// It also takes from each configuration what costs requests and tells
+// nothing: the reachability probe of every action (see unprobedKube) and the
+// repeated lists of one release's history within one action (see
+// memoDriver, which is per configuration, so per reconcile).
 type sharedCapabilities struct {
 	inner helmclient.ActionConfigGetter
 	now   func() time.Time
@@ -41,6 +46,12 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	// On failure Helm reads them itself, and reports its own error.
 	if caps, err := s.capabilities(cfg); err == nil {
 		cfg.Capabilities = caps
+	}
+	cfg.KubeClient = withoutProbe(cfg.KubeClient)
+	if cfg.Releases != nil && cfg.Releases.Driver != nil {
+		// Outside the driver Config.WrapStorage returned: its injected
+		// failures are errors, never memoized (see memoDriver).
+		cfg.Releases.Driver = newMemoDriver(cfg.Releases.Driver)
 	}
 	return cfg, nil
 }

@@ -88,7 +88,10 @@ type Config struct {
 	WrapReader func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
-	// WrapStorage wraps Helm's release storage driver (Secrets).
+	// WrapStorage wraps Helm's release storage driver (Secrets). The memo of
+	// each action configuration (memoDriver) wraps what it returns, so every
+	// list that reaches the server passes through it, and a list it fails is
+	// never remembered.
 	WrapStorage func(driver.Driver) driver.Driver
 }
 
