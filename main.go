@@ -24,6 +24,7 @@ func main() {
 	flag.StringVar(&c.MetricsBindAddress, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to, served over HTTPS to callers whose bearer token may get /metrics (TokenReview, SubjectAccessReview); \"0\" disables it.")
 	flag.StringVar(&c.MetricsCertDir, "metrics-cert-dir", "", "Directory with the metrics endpoint's tls.crt and tls.key; empty means a self-signed certificate.")
 	flag.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to; \"0\" disables them.")
+	flag.StringVar(&c.PprofBindAddress, "pprof-bind-address", "0", "Address Go's /debug/pprof profiles are served on (unauthenticated: bind it to localhost); \"0\" disables them.")
 	flag.BoolVar(&c.LeaderElection, "leader-elect", false, "Enable leader election, so that only one replica reconciles at a time.")
 	flag.StringVar(&c.LeaderElectionID, "leader-election-id", operator.DefaultLeaderElectionID, "Name of the Lease used for leader election.")
 	flag.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace.")

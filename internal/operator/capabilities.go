@@ -8,6 +8,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -33,9 +34,16 @@ type sharedCapabilities struct {
 	inner helmclient.ActionConfigGetter
 	now   func() time.Time
 
+	// validators are the manifests' validators (validator.go).
+	validators sharedValidators
+
 	mu   sync.Mutex
 	caps *chartutil.Capabilities
 	at   time.Time
+}
+
+func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time) *sharedCapabilities {
+	return &sharedCapabilities{inner: inner, now: now, validators: sharedValidators{now: now}}
 }
 
 func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
@@ -46,6 +54,9 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	// On failure Helm reads them itself, and reports its own error.
 	if caps, err := s.capabilities(cfg); err == nil {
 		cfg.Capabilities = caps
+	}
+	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
+		kc.Factory = s.validators.factory(kc.Factory)
 	}
 	cfg.KubeClient = withoutProbe(cfg.KubeClient)
 	if cfg.Releases != nil && cfg.Releases.Driver != nil {

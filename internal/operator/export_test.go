@@ -4,11 +4,24 @@ import (
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
+	"helm.sh/helm/v3/pkg/kube"
 )
 
 // For the external tests of this package.
 const CapabilitiesTTL = capabilitiesTTL
 
 func NewSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time) helmclient.ActionConfigGetter {
-	return &sharedCapabilities{inner: inner, now: now}
+	return newSharedCapabilities(inner, now)
+}
+
+// KubeFactory is the factory of Helm's kube client kc, as the operator
+// configures it (nil when kc is of another kind).
+func KubeFactory(kc kube.Interface) kube.Factory {
+	switch c := kc.(type) {
+	case unprobedKube:
+		return c.Factory
+	case *kube.Client:
+		return c.Factory
+	}
+	return nil
 }

@@ -48,9 +48,12 @@ type Config struct {
 	// (TokenReview) and authorizes for GET /metrics (SubjectAccessReview);
 	// "0" or empty disables it. MetricsCertDir holds its tls.crt and tls.key
 	// (e.g. from OpenShift's service CA); empty means a self-signed certificate.
-	MetricsBindAddress      string
-	MetricsCertDir          string
-	HealthProbeBindAddress  string
+	MetricsBindAddress     string
+	MetricsCertDir         string
+	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof profiles, for measuring the
+	// operator; "0" or empty (the default) disables it.
+	PprofBindAddress        string
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -136,6 +139,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	opts := ctrl.Options{
 		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  orDisabled(c.HealthProbeBindAddress),
+		PprofBindAddress:        orDisabled(c.PprofBindAddress),
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        id,
 		LeaderElectionNamespace: c.LeaderElectionNamespace,
@@ -188,7 +192,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	// Failed installs and upgrades are not rolled back behind the user's back:
 	// the failed revision stays in the history and the status says so.
-	getter, err := helmclient.NewActionClientGetter(&sharedCapabilities{inner: acg, now: time.Now}, helmclient.WithFailureRollbacks(false),
+	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now), helmclient.WithFailureRollbacks(false),
 		// Label every object of a release, so that a label-scoped cache can watch them.
 		helmclient.AppendPostRenderers(func(meta.RESTMapper, kube.Interface, client.Object) postrender.PostRenderer {
 			return dependents.Labeler{}
