@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,7 +27,7 @@ func main() {
 	flag.BoolVar(&c.LeaderElection, "leader-elect", false, "Enable leader election, so that only one replica reconciles at a time.")
 	flag.StringVar(&c.LeaderElectionID, "leader-election-id", operator.DefaultLeaderElectionID, "Name of the Lease used for leader election.")
 	flag.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; defaults to the operator's own namespace.")
-	flag.IntVar(&c.MaxConcurrentReconciles, "max-concurrent-reconciles", runtime.NumCPU(), "Default number of resources of one kind reconciled at once; a watch's maxConcurrentReconciles overrides it.")
+	flag.IntVar(&c.MaxConcurrentReconciles, "max-concurrent-reconciles", operator.DefaultMaxConcurrentReconciles, "Default number of resources of one kind reconciled at once; a watch's maxConcurrentReconciles overrides it.")
 	flag.DurationVar(&c.ReconcilePeriod, "reconcile-period", time.Minute, "Default interval at which a settled resource is reconciled again to correct drift; a watch's reconcilePeriod overrides it.")
 	flag.DurationVar(&c.ReadinessTimeout, "readiness-timeout", 5*time.Minute, "Default time a release's objects may take to become ready after a deployment before the resource is reported Stalled (ProgressDeadlineExceeded); a watch's readinessTimeout overrides it; 0 disables.")
 	flag.DurationVar(&c.Timeout, "helm-timeout", 5*time.Minute, "Default bound of every Helm action (install, upgrade, rollback, uninstall), each hook included, and the age after which a pending release lock is stale; a watch's timeout overrides it.")
