@@ -21,8 +21,8 @@ func (res Results) Check(changes int) error {
 			}
 		}
 		if !res.EqualIsDefaults {
-			if got := len(runsOf(res.Runs, Baseline, Equal, n)); got != res.Rounds {
-				errs = append(errs, fmt.Errorf("N=%d: %d runs of the baseline at equal concurrency, want %d", n, got, res.Rounds))
+			if got := len(runsOf(res.Runs, Ours, Equal, n)); got != res.Rounds {
+				errs = append(errs, fmt.Errorf("N=%d: %d runs of ours at the baseline's concurrency, want %d", n, got, res.Rounds))
 			}
 		}
 	}

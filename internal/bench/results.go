@@ -24,9 +24,10 @@ type Results struct {
 	Rounds int   `json:"rounds"`
 	// DefaultWorkers is each operator's --max-concurrent-reconciles default.
 	DefaultWorkers map[string]int `json:"defaultWorkers"`
-	// EqualWorkers is the concurrency of the equal-concurrency setting (our
-	// default). When both defaults are already equal, that setting is the
-	// defaults run and EqualIsDefaults says so.
+	// EqualWorkers is the concurrency of the equal-concurrency setting (the
+	// baseline's default, at which ours runs again). When both defaults are
+	// already equal, that setting is the defaults run and EqualIsDefaults
+	// says so.
 	EqualWorkers    int  `json:"equalWorkers"`
 	EqualIsDefaults bool `json:"equalIsDefaults"`
 

@@ -72,8 +72,8 @@ func Render(w io.Writer, res Results) error {
 	for _, n := range res.Ns {
 		floors := floorsOf(res.Floors, n)
 		for _, setting := range settings {
-			ours := runsOf(res.Runs, Ours, oursSetting(setting), n)
-			base := runsOf(res.Runs, Baseline, setting, n)
+			ours := runsOf(res.Runs, Ours, setting, n)
+			base := runsOf(res.Runs, Baseline, baselineSetting(setting), n)
 			if len(ours) == 0 && len(base) == 0 {
 				continue
 			}
@@ -111,9 +111,9 @@ func Render(w io.Writer, res Results) error {
 	return err
 }
 
-// oursSetting: our operator runs once, at its default, which is the equal
-// concurrency too.
-func oursSetting(string) string { return Defaults }
+// baselineSetting: the baseline runs once, at its default, which is the
+// equal concurrency too (ours runs again at it).
+func baselineSetting(string) string { return Defaults }
 
 func breakdown(b *strings.Builder, ours, base []OperatorRun) {
 	keys := map[string]bool{}

@@ -19,8 +19,10 @@ func sampleResults(equalIsDefaults bool) Results {
 	res := Results{Ns: []int{10}, Rounds: 1, EqualIsDefaults: equalIsDefaults, Runs: []OperatorRun{ours, base},
 		Floors: []Floor{{N: 10, Round: 1, Workers: 16, Seconds: 0.5, WritesPerCR: floorWrites, Writes: 60}}}
 	if !equalIsDefaults {
-		eq := base
-		eq.Setting, eq.Workers, eq.AllDeployedSeconds = Equal, 16, 0.5
+		ours.Workers = 16
+		res.Runs[0] = ours
+		eq := ours
+		eq.Setting, eq.Workers, eq.AllDeployedSeconds = Equal, 2, 0.5
 		res.Runs = append(res.Runs, eq)
 	}
 	return res
@@ -65,9 +67,9 @@ func TestRenderEqualConcurrencyTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"N = 10, defaults (ours 2 workers, baseline 2 workers;",
-		"N = 10, equal concurrency (ours 2 workers, baseline 16 workers;",
-		"| time to all Deployed | 2.0 s | 0.5 s | 4.00 |",
+		"N = 10, defaults (ours 16 workers, baseline 2 workers;",
+		"N = 10, equal concurrency (ours 2 workers, baseline 2 workers;",
+		"| time to all Deployed | 0.5 s | 1.0 s | 0.50 |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -3,7 +3,6 @@ package dependents
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -15,7 +14,8 @@ import (
 //     *unstructured.Unstructured (a metadata-only read, a typed list of pods)
 //     are read live, so that no informer is ever started by a read;
 //   - an object the cache does not hold (not labelled: made before the
-//     operator labelled objects, or by another tool) is read live;
+//     operator labelled objects, or by another tool; in a namespace the
+//     cache does not cover) is read live;
 //   - a cached object older than a version a reconcile already read, and
 //     every read in a context from ReadFresh, is read live.
 //
@@ -38,14 +38,12 @@ func (r Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	if !fresh(ctx) && r.Tracker.isWatched(gvk) {
 		cached := &unstructured.Unstructured{}
 		cached.SetGroupVersionKind(gvk)
-		err := r.Cache.Get(ctx, key, cached, opts...)
-		switch {
-		case err == nil && !r.Tracker.stale(gvk, cached):
+		// Any failure of the cache (the object is not there, or in a
+		// namespace the cache does not cover) leaves the answer to the server.
+		if err := r.Cache.Get(ctx, key, cached, opts...); err == nil && !r.Tracker.stale(gvk, cached) {
 			u.Object = cached.Object
 			r.Tracker.Saw(gvk, u)
 			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return err
 		}
 	}
 	if err := r.Live.Get(ctx, key, u, opts...); err != nil {
