@@ -39,21 +39,23 @@ func (v *versions) set(k types.NamespacedName, rv string) {
 
 // fetch reads the resource key into obj: from the cache of the watched kind
 // (Options.Cache) when that cache holds the version this reconciler last
-// wrote or a newer one, else from the API server. A reconcile that starts just
+// wrote or a newer one and no failure is being retried, else from the API
+// server. A reconcile that starts just
 // after this reconciler's own status write thus never computes the next
 // status from the one before it; every other reconcile (a change to the
 // resource, to one of its objects, a periodic one) costs no request.
 func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName, obj *unstructured.Unstructured) error {
 	if r.opts.Cache != nil {
 		err := r.opts.Cache.Get(ctx, key, obj)
-		if err == nil && atLeast(obj.GetResourceVersion(), r.versions.get(key)) {
+		if err == nil && atLeast(obj.GetResourceVersion(), r.versions.get(key)) && !retrying(obj) {
 			return nil
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		// Behind this reconciler's own write, or gone from the cache (which may
-		// lag behind a re-creation): ask the API server.
+		// Behind this reconciler's own write, gone from the cache (which may
+		// lag behind a re-creation), or about to retry a failure: ask the API
+		// server.
 	}
 	return r.opts.Client.Get(ctx, key, obj)
 }
@@ -66,4 +68,13 @@ func atLeast(rv, want string) bool {
 	}
 	c, err := resourceversion.CompareResourceVersion(rv, want)
 	return err == nil && c > 0
+}
+
+// retrying tells whether obj's status counts failures, so that this
+// reconcile may retry a failed action: it reads the newest spec, so that a
+// spec changed just now is what is retried, rather than a stale one that
+// would add a failed revision to Helm's history for nothing.
+func retrying(obj *unstructured.Unstructured) bool {
+	n, _, _ := unstructured.NestedInt64(obj.Object, "status", "failures")
+	return n > 0
 }
