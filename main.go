@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,9 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/watches"
 )
+
+// defaultGCPercent is the garbage collector's target unless GOGC is set.
+const defaultGCPercent = 50
 
 func main() {
 	var c operator.Config
@@ -36,6 +40,13 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if os.Getenv("GOGC") == "" {
+		// The operator's live heap is small and its reconciles wait on the API
+		// server: collecting garbage twice as often costs no measured time and
+		// keeps the resident memory a few percent lower after a burst of
+		// installs (docs/performance.md). GOGC set in the environment wins.
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	log := ctrl.Log.WithName("setup")
 	c.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))
 
