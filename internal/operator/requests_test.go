@@ -11,7 +11,6 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
@@ -29,8 +28,9 @@ func TestRequestsPerAction(t *testing.T) {
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "requests")
 	log := &requestLog{}
-	counted := rest.CopyConfig(cfg)
-	counted.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recordingTransport{rt: rt, log: log} })
+	counted := tu.RecordRequests(cfg, func(r tu.Request) {
+		log.add(event{method: r.Method, path: r.Path, selector: r.LabelSelector, watch: r.Watch})
+	})
 	tu.StartOperator(t, counted, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
 		c.WrapActionClientGetter = func(g helmclient.ActionClientGetter) helmclient.ActionClientGetter {
 			return markingGetter{ActionClientGetter: g, log: log}
@@ -195,18 +195,6 @@ func isStorageList(ns, name string) func(event) bool {
 		}
 		return set["name"] == name && set["owner"] == "helm"
 	}
-}
-
-// recordingTransport records every request it carries.
-type recordingTransport struct {
-	rt  http.RoundTripper
-	log *requestLog
-}
-
-func (r recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	q := req.URL.Query()
-	r.log.add(event{method: req.Method, path: req.URL.Path, selector: q.Get("labelSelector"), watch: q.Get("watch") == "true"})
-	return r.rt.RoundTrip(req)
 }
 
 // markingGetter marks the start of each reconcile, which asks for its

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -24,24 +23,18 @@ type requestLog struct {
 	reqs []string
 }
 
-func (l *requestLog) RoundTrip(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if r.URL.Query().Get("watch") != "true" {
-			what := r.Method + " " + r.URL.Path
-			if r.Method == http.MethodGet && r.URL.Query().Has("labelSelector") {
-				what = "LIST " + r.URL.Path
-			}
-			l.mu.Lock()
-			l.reqs = append(l.reqs, what)
-			l.mu.Unlock()
-		}
-		return rt.RoundTrip(r)
-	})
+func (l *requestLog) add(r tu.Request) {
+	if r.Watch {
+		return
+	}
+	what := r.Method + " " + r.Path
+	if r.Method == http.MethodGet && r.LabelSelector != "" {
+		what = "LIST " + r.Path
+	}
+	l.mu.Lock()
+	l.reqs = append(l.reqs, what)
+	l.mu.Unlock()
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func (l *requestLog) count() int {
 	l.mu.Lock()
@@ -75,8 +68,7 @@ func newCountedEnv(t *testing.T) (*env, *requestLog) {
 	t.Helper()
 	e := newNamespace(t)
 	log := &requestLog{}
-	counted := rest.CopyConfig(cfg)
-	counted.Wrap(log.RoundTrip)
+	counted := tu.RecordRequests(cfg, log.add)
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
 	watchesPath := testWatches(t)
 	e.startOp = func() func() {
