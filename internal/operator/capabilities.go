@@ -11,6 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // capabilitiesTTL is how long the cluster's capabilities (its version and API
@@ -33,6 +35,8 @@ const capabilitiesTTL = time.Minute
 type sharedCapabilities struct {
 	inner helmclient.ActionConfigGetter
 	now   func() time.Time
+	// writes is told of every write to Helm's storage (ownWritesDriver).
+	writes *release.Writes
 
 	// validators are the manifests' validators (validator.go).
 	validators sharedValidators
@@ -42,8 +46,8 @@ type sharedCapabilities struct {
 	at   time.Time
 }
 
-func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time) *sharedCapabilities {
-	return &sharedCapabilities{inner: inner, now: now, validators: sharedValidators{now: now}}
+func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time, writes *release.Writes) *sharedCapabilities {
+	return &sharedCapabilities{inner: inner, now: now, writes: writes, validators: sharedValidators{now: now}}
 }
 
 func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
@@ -62,7 +66,7 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	if cfg.Releases != nil && cfg.Releases.Driver != nil {
 		// Outside the driver Config.WrapStorage returned: its injected
 		// failures are errors, never memoized (see memoDriver).
-		cfg.Releases.Driver = newMemoDriver(cfg.Releases.Driver)
+		cfg.Releases.Driver = newMemoDriver(ownWritesDriver{Driver: cfg.Releases.Driver, writes: s.writes, namespace: obj.GetNamespace()})
 	}
 	return cfg, nil
 }

@@ -199,7 +199,10 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	// Failed installs and upgrades are not rolled back behind the user's back:
 	// the failed revision stays in the history and the status says so.
-	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now), helmclient.WithFailureRollbacks(false),
+	// Every write to Helm's storage is remembered, so that the storage watch
+	// wakes resources for the writes of others only.
+	writes := release.NewWrites()
+	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now, writes), helmclient.WithFailureRollbacks(false),
 		// Label every object of a release, so that a label-scoped cache can watch them.
 		helmclient.AppendPostRenderers(func(meta.RESTMapper, kube.Interface, client.Object) postrender.PostRenderer {
 			return dependents.Labeler{}
@@ -288,6 +291,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			ShutdownGrace: c.ShutdownGrace,
 			Actions:       actions,
 			Tenure:        tenure,
+			Writes:        writes,
 			Observer:      rec,
 		})
 		if err != nil {

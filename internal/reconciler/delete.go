@@ -54,7 +54,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		return false, err
 	}
 	uninstall := ann.UninstallOnDelete
-	runner, err := r.runner(ctx, obj)
+	runner, err := r.runner(ctx, obj, *prev)
 	var notOurs string
 	if err == nil {
 		notOurs, err = runner.NotOurs()

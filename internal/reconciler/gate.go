@@ -4,67 +4,128 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // retryGate holds back the retry of a failed resource until its backoff has
-// passed, whatever event wakes the controller in between (a change to one of
-// the release's objects, the operator's own status or finalizer write, a
-// resync, an unrelated annotation): only a new generation — a changed spec or
-// a deletion — or a new value of the retry annotation goes through at once.
-// A resource out of retries is held until one of those. It lives in memory;
-// a restarted operator retries once straight away, within the budget the
+// passed (or, for a release locked by someone else, until the lock is
+// stale), whatever event wakes the controller in between that cannot change
+// the verdict: a change to one of the release's objects that a reconcile
+// already read, the operator's own status, finalizer or Helm storage writes,
+// a resync, an unrelated annotation. What could change the verdict goes
+// through at once: a new generation (a changed spec, a deletion), a new value
+// of the retry annotation, a change to the annotations the operator reads
+// (helm.sdk.operatorframework.io/*, helmapp.io/*), and a change to the
+// release's storage written by someone else (storageChanged). A resource out
+// of retries is held until one of the first two. It lives in memory; a
+// restarted operator retries once straight away, within the budget the
 // status persists.
 type retryGate struct {
 	mu  sync.Mutex
 	due map[types.UID]retryAt
+	// storage counts, per resource, the changes to its release's storage
+	// written by someone else (see storage.go).
+	storage map[types.UID]uint64
 	// pending holds the statuses that could not be written (keepUnwritten).
 	pending map[types.UID]unwrittenStatus
 }
 
-type retryAt struct {
+// trigger is what a reconcile saw of what could change a held verdict.
+type trigger struct {
 	generation int64
-	// retry is the value of the retry annotation when the failure happened.
+	// retry is the value of the retry annotation.
 	retry string
+	// annotations digests the other annotations the operator reads.
+	annotations string
+	// storage is the count of foreign storage changes (retryGate.storage).
+	storage uint64
+}
+
+type retryAt struct {
+	// seen is what the failed reconcile saw.
+	seen trigger
 	// at is when the retry may go; zero means never (out of retries).
 	at time.Time
 }
 
 // wait reports whether the resource must still wait, and for how long; the
 // duration is 0 for a resource held until it changes.
-func (g *retryGate) wait(uid types.UID, generation int64, retry string, now time.Time) (bool, time.Duration) {
+func (g *retryGate) wait(uid types.UID, now trigger, at time.Time) (bool, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, ok := g.due[uid]
 	switch {
-	case !ok || r.generation != generation || r.retry != retry:
+	case !ok || r.seen.generation != now.generation || r.seen.retry != now.retry:
 		return false, 0
 	case r.at.IsZero():
+		// Out of retries: held until the spec or the retry annotation changes.
 		return true, 0
-	case !now.Before(r.at):
+	case r.seen.annotations != now.annotations || r.seen.storage != now.storage:
+		return false, 0
+	case !at.Before(r.at):
 		return false, 0
 	}
-	return true, r.at.Sub(now)
+	return true, r.at.Sub(at)
 }
 
-// hold records a failure of generation, under the retry annotation value
-// retry, to be retried at at; the zero time holds it until it changes.
-func (g *retryGate) hold(uid types.UID, generation int64, retry string, at time.Time) {
+// hold records a failure seen under seen, to be retried at at; the zero
+// time holds it until it changes.
+func (g *retryGate) hold(uid types.UID, seen trigger, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.due == nil {
 		g.due = map[types.UID]retryAt{}
 	}
-	g.due[uid] = retryAt{generation: generation, retry: retry, at: at}
+	g.due[uid] = retryAt{seen: seen, at: at}
 }
 
-// release forgets the resource after a success or its deletion.
+// rejudged records that a reconcile judged the resource's annotations anew
+// (and stalled on them) without reaching the gate: the wait then goes on
+// only as long as the annotations stay as that reconcile saw them, so that
+// correcting or removing the annotation is acted on at once.
+func (g *retryGate) rejudged(uid types.UID, annotations string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r, ok := g.due[uid]; ok {
+		r.seen.annotations = annotations
+		g.due[uid] = r
+	}
+}
+
+// storageChanged counts a change to the resource's release storage that
+// someone else wrote; storageSeen is the count so far.
+func (g *retryGate) storageChanged(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.storage == nil {
+		g.storage = map[types.UID]uint64{}
+	}
+	g.storage[uid]++
+}
+
+func (g *retryGate) storageSeen(uid types.UID) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.storage[uid]
+}
+
+// release forgets the resource's wait after a success or its deletion.
 func (g *retryGate) release(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.due, uid)
+}
+
+// forget forgets everything about a resource that is gone.
+func (g *retryGate) forget(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.due, uid)
+	delete(g.storage, uid)
 }
 
 // unwrittenStatus is a status a reconcile computed but could not write.
@@ -102,4 +163,11 @@ func (g *retryGate) forgetUnwritten(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.pending, uid)
+}
+
+// seen is what a reconcile of obj sees of what could change a held verdict.
+func (r *Reconciler) seen(obj *unstructured.Unstructured) trigger {
+	ann := obj.GetAnnotations()
+	return trigger{generation: obj.GetGeneration(), retry: ann[release.AnnotationRetry],
+		annotations: release.SteeringAnnotations(ann), storage: r.gate.storageSeen(obj.GetUID())}
 }

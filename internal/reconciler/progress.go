@@ -19,19 +19,27 @@ import (
 const progressDelay = 2 * time.Second
 
 // announce writes the progress status s (Reconciling=True with what is
-// under way) if the action that follows is still running after
-// progressDelay. The returned function ends the announcement: it stops the
+// under way) if the action that follows is still running after delay
+// (progressDelay, or 0 to write it at once). The returned function ends the announcement: it stops the
 // timer or waits for a write in flight, and leaves obj as the server holds
 // it. Until then obj must not be written: the write works on a copy, so that
 // the action may read obj meanwhile. A failed write is not fatal: the
 // reconcile's own write says the outcome either way.
-func (r *Reconciler) announce(ctx context.Context, obj *unstructured.Unstructured, s status.Status) func() {
+func (r *Reconciler) announce(ctx context.Context, obj *unstructured.Unstructured, s status.Status, delay time.Duration) func() {
 	cp := obj.DeepCopy()
+	if delay <= 0 {
+		if err := r.status.Write(ctx, cp, s); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Writing the progress status failed")
+		} else {
+			obj.Object = cp.Object
+		}
+		return func() {}
+	}
 	var (
 		mu    sync.Mutex
 		wrote bool
 	)
-	t := time.AfterFunc(progressDelay, func() {
+	t := time.AfterFunc(delay, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if err := r.status.Write(ctx, cp, s); err != nil {

@@ -93,6 +93,11 @@ type Options struct {
 	// means a registry of this reconciler's own and a tenure begun at New.
 	Actions *release.Actions
 	Tenure  *release.Tenure
+	// Writes is the process' memory of its own writes to Helm's storage,
+	// shared with the storage drivers, so that the storage watch wakes a
+	// resource only for what someone else wrote; nil: every change to the
+	// storage is taken for someone else's.
+	Writes *release.Writes
 
 	// RetryBase and RetryMax bound the backoff of retryable failures: the
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
@@ -118,6 +123,8 @@ type Reconciler struct {
 	gate retryGate
 	// versions are the resources' versions as this reconciler left them.
 	versions versions
+	// foreign remembers the foreign revisions reported (foreignEvent).
+	foreign foreignReports
 }
 
 // New returns a Reconciler, or an error naming the missing option.
@@ -187,6 +194,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer r.opts.Tracker.End(r.opts.GVK.GroupKind(), req)
 
 	now := r.opts.Now()
+	// What this reconcile sees of what could change a held verdict, before
+	// it reads Helm's storage: a foreign change to the storage after this
+	// point wakes the next reconcile, even if this one then backs off.
+	seen := r.seen(obj)
 	prev := status.FromObject(obj)
 	if p, ok := r.gate.unwritten(obj.GetUID(), obj.GetGeneration()); ok {
 		// The last status this reconciler computed never reached the server:
@@ -199,6 +210,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		if gone {
 			r.versions.set(req.NamespacedName, "")
+			r.gate.forget(obj.GetUID())
+			r.foreign.forget(obj.GetUID())
 			r.observe(obj, status.Status{}, out, true)
 			return
 		}
@@ -231,9 +244,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	ann, err := release.ParseAnnotations(obj.GetAnnotations())
 	if err != nil {
-		return r.failed(ctx, obj, prev, &out, err, redactor), nil
+		// Judged anew whatever the gate holds: removing or correcting the
+		// annotation is acted on at once.
+		r.gate.rejudged(obj.GetUID(), seen.annotations)
+		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
 	}
-	if held, after := r.hold(obj, prev, ann, &out); held {
+	if held, after := r.hold(obj, prev, ann, seen, &out); held {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -244,18 +260,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err == nil && out.DeletionPending != "" {
 			return ctrl.Result{RequeueAfter: deletionPoll}, nil
 		}
-		return r.failed(ctx, obj, prev, &out, err, redactor), nil
+		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
 	}
 
 	if err := r.ensureFinalizer(ctx, obj); err != nil {
 		err = &release.Error{Reason: status.ReasonErrorAddingFinalizer,
 			Summary: fmt.Sprintf("Adding the finalizer %s failed", Finalizer), Err: err}
-		return r.failed(ctx, obj, prev, &out, err, redactor), nil
+		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
 	}
 	out.Initialized = true
 
-	if err := r.reconcileRelease(ctx, obj, prev, &out); err != nil {
-		return r.failed(ctx, obj, prev, &out, err, redactor), nil
+	if err := r.reconcileRelease(ctx, obj, prev, &out, redactor); err != nil {
+		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
 	}
 	r.gate.release(obj.GetUID())
 	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, out)}, nil
@@ -287,13 +303,13 @@ func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.D
 // redacted from its message, logs it, emits its Warning event, and returns
 // when to try again: after the backoff of the consecutive failures, or never
 // when retrying cannot help until the resource changes.
-func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor) ctrl.Result {
+func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor, seen trigger) ctrl.Result {
 	if err == nil {
 		return ctrl.Result{}
 	}
 	log := ctrl.LoggerFrom(ctx)
 	out.Err = release.AsFailure(err)
-	out.Err.Message = redactor.Redact(out.Err.Message)
+	out.Err.Message = redactor.RedactMessage(out.Err.Message)
 	if out.Err.Terminal() {
 		if status.Repeats(prev, out.Generation, out.Err) {
 			// The status and an event already say so: stay quiet.
@@ -305,11 +321,10 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		return ctrl.Result{}
 	}
 	r.event(obj, out.Err)
-	retry := obj.GetAnnotations()[release.AnnotationRetry]
 	if status.OutOfRetries(prev, *out) {
 		// Held until the spec or the retry annotation changes, even before
 		// the status that says so reaches the cache.
-		r.gate.hold(obj.GetUID(), obj.GetGeneration(), retry, time.Time{})
+		r.gate.hold(obj.GetUID(), seen, time.Time{})
 		log.Info("Retries exhausted: no more attempts until the spec changes or the retry annotation is set to a new value",
 			"failures", status.Failures(prev, *out), "error", out.Err.Message)
 		return ctrl.Result{}
@@ -318,7 +333,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	if d := release.RetryAfter(err); d > 0 {
 		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
 	}
-	r.gate.hold(obj.GetUID(), obj.GetGeneration(), retry, out.Now.Add(out.RetryAfter))
+	r.gate.hold(obj.GetUID(), seen, out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
 }
@@ -329,12 +344,12 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 // retry annotation gets a new value. Deletion is held by a pause too: the
 // release stays until the pause is lifted. It records in out what the held
 // status needs, and a new retry request, which starts a fresh budget.
-func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, out *status.Outcome) (bool, time.Duration) {
+func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, seen trigger, out *status.Outcome) (bool, time.Duration) {
 	out.Paused, out.Deleting = ann.Paused, !obj.GetDeletionTimestamp().IsZero()
 	if ann.Retry != "" && ann.Retry != prev.LastHandledRetry {
 		out.Retry = ann.Retry
 	}
-	held, after := r.gate.wait(obj.GetUID(), obj.GetGeneration(), ann.Retry, out.Now.Time)
+	held, after := r.gate.wait(obj.GetUID(), seen, out.Now.Time)
 	out.Held = ann.Paused || held || (out.Retry == "" && status.RetriesExhausted(prev, obj.GetGeneration()))
 	if ann.Paused {
 		after = 0 // removing the annotation wakes it up
@@ -367,12 +382,13 @@ func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 }
 
 // reconcileRelease observes the release, runs the one action it needs and
-// records what happened in out.
-func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome) error {
+// records what happened in out. A revision someone else wrote is reported
+// and upgraded back to the spec, the status naming it while that runs.
+func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) error {
 	if err := release.ValidateName(obj.GetName()); err != nil {
 		return err
 	}
-	runner, err := r.runner(ctx, obj)
+	runner, err := r.runner(ctx, obj, prev)
 	if err != nil {
 		return err
 	}
@@ -395,11 +411,22 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 		return err
 	}
 
-	plan := release.Decide(before, release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest})
+	want := release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest}
+	foreign := runner.Foreign(&before, want)
+	undo := r.foreignEvent(obj, foreign, redactor)
+	plan := release.Decide(before, want)
 	announced := func() {}
 	if msg := runner.ProgressMessage(plan, before); msg != "" && (out.Retry != "" || !status.StalledBySpec(prev, obj.GetGeneration())) {
-		// Say what is under way if the Helm call takes long.
-		announced = r.announce(ctx, obj, status.Progressing(prev, obj.GetGeneration(), msg))
+		// Say what is under way if the Helm call takes long; at once when it
+		// undoes someone else's revision, which the status names meanwhile.
+		progress, delay := status.Progressing(prev, obj.GetGeneration(), msg), progressDelay
+		if undo && plan == release.PlanUpgrade {
+			progress.DeployedRelease = out.Deployed
+			c := meta.FindStatusCondition(progress.Conditions, status.TypeReconciling)
+			c.Message = status.Bound(fmt.Sprintf("%s, back to the resource's spec: revision %d was written by someone else", msg, foreign.Revision), status.MaxMessageLength)
+			delay = 0
+		}
+		announced = r.announce(ctx, obj, progress, delay)
 	}
 	result, err := runner.Run(ctx, plan, before, vals)
 	announced()
@@ -463,8 +490,9 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 	return nil
 }
 
-// runner returns the release runner of obj, or an ErrorGettingClient failure.
-func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured) (*release.Runner, error) {
+// runner returns the release runner of obj, whose status is prev, or an
+// ErrorGettingClient failure.
+func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured, prev status.Status) (*release.Runner, error) {
 	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
 	if err != nil {
 		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
@@ -482,5 +510,18 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 		Options: ann.Helm,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
+		Known: knownRevision(prev),
 	}, nil
+}
+
+// knownRevision is the newest revision the status names: deployed or failed.
+func knownRevision(s status.Status) int {
+	k := 0
+	if s.DeployedRelease != nil {
+		k = s.DeployedRelease.Revision
+	}
+	if s.FailedRelease != nil {
+		k = max(k, s.FailedRelease.Revision)
+	}
+	return k
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,8 +45,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		Named(strings.ToLower(r.opts.GVK.Kind+"."+r.opts.GVK.Group)).
 		For(obj, builder.WithPredicates(preds...)).
 		// Helm's storage may change behind the operator's back (storage.go).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.releaseRecordGone(mgr.GetCache())),
-			builder.WithPredicates(releaseRecordDeleted())).
+		WatchesMetadata(&corev1.Secret{}, r.storageEvents(mgr.GetCache())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {

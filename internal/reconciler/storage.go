@@ -2,68 +2,96 @@ package reconciler
 
 import (
 	"context"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // Helm's Secret storage labels each release record owner=helm,
-// name=<release> and version=<revision>; ReleaseRecordSelector selects those
-// records, and the operator's cache holds only their metadata, never their
-// data (see internal/operator).
+// name=<release>, status=<status> and version=<revision>;
+// ReleaseRecordSelector selects those records, and the operator's cache
+// holds only their metadata, never their data (see internal/operator).
 var ReleaseRecordSelector = labels.SelectorFromSet(labels.Set{"owner": "helm"})
 
-// releaseRecordDeleted passes the deletion of a Helm release record.
-func releaseRecordDeleted() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			return ReleaseRecordSelector.Matches(labels.Set(e.Object.GetLabels()))
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// storageEvents handles the changes to Helm's release records, seen through
+// c (the metadata-only cache of those records), for the resources of the
+// reconciler's kind:
+//
+//   - a change someone else wrote — the helm CLI, a person deleting Secrets,
+//     another process: a record created (a new revision, a new lock),
+//     updated (a revision leaving pending, a rollback's superseding) or
+//     deleted (an uninstall) — reconciles the resource of the release's name
+//     at once, even while it backs off or waits for a lock (see
+//     storageChanged): the status must say what Helm holds now, and a
+//     revision written by someone else is undone (see release.Foreign);
+//   - a deletion this process made wakes only a resource that waits for the
+//     release name to free up (ReleaseNameConflict): the release of another
+//     resource, whose uninstall frees the name;
+//   - the writes this process made otherwise (its installs, upgrades,
+//     history pruning, unlocks, adoptions; see release.Writes), the records
+//     listed when the watch starts and the informer's resyncs wake nobody.
+//
+// A resource being deleted is woken by nothing here: its own uninstall
+// deletes the records.
+func (r *Reconciler) storageEvents(c client.Reader) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			if !e.IsInInitialList {
+				r.recordChanged(ctx, c, e.Object, false, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
+				r.recordChanged(ctx, c, e.ObjectNew, false, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
+			r.recordChanged(ctx, c, e.Object, true, q)
 		},
 	}
 }
 
-// releaseRecordGone maps a deleted release record to the resource of the
-// release's name when the deletion matters to it:
-//   - the resource waits for the release name (ReleaseNameConflict): the name may be free now;
-//   - the record is of the revision the status calls deployed, or a later
-//     one: Helm's storage was changed behind the operator's back (someone
-//     deleted the release's Secrets), and the status must not keep saying
-//     the revision is deployed.
-//
-// The records the resource's own upgrades prune (older revisions) and those
-// its uninstall deletes (the resource is going) wake nobody.
-func (r *Reconciler) releaseRecordGone(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, rec client.Object) []reconcile.Request {
-		l := rec.GetLabels()
-		key := types.NamespacedName{Namespace: rec.GetNamespace(), Name: l["name"]}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(r.opts.GVK)
-		if key.Name == "" || c.Get(ctx, key, u) != nil || !u.GetDeletionTimestamp().IsZero() {
-			return nil
-		}
-		s := status.FromObject(u)
-		if st := meta.FindStatusCondition(s.Conditions, status.TypeStalled); st != nil &&
-			st.Status == metav1.ConditionTrue && st.Reason == status.ReasonReleaseNameConflict {
-			return []reconcile.Request{{NamespacedName: key}}
-		}
-		version, err := strconv.Atoi(l["version"])
-		if err != nil || s.DeployedRelease == nil || version < s.DeployedRelease.Revision {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: key}}
+// recordChanged wakes the resource of rec's release, if any, as
+// storageEvents says.
+func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec client.Object, deleted bool, q queue) {
+	l := rec.GetLabels()
+	if !ReleaseRecordSelector.Matches(labels.Set(l)) || l["name"] == "" {
+		return
 	}
+	st := l["status"]
+	if deleted {
+		st = ""
+	}
+	own := r.opts.Writes.Own(rec.GetNamespace(), rec.GetName(), rec.GetResourceVersion(), st)
+	if own && !deleted {
+		return
+	}
+	key := types.NamespacedName{Namespace: rec.GetNamespace(), Name: l["name"]}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.opts.GVK)
+	if c.Get(ctx, key, u) != nil || !u.GetDeletionTimestamp().IsZero() {
+		return
+	}
+	if own {
+		s := status.FromObject(u)
+		if st := meta.FindStatusCondition(s.Conditions, status.TypeStalled); st == nil ||
+			st.Status != metav1.ConditionTrue || st.Reason != status.ReasonReleaseNameConflict {
+			return
+		}
+	} else {
+		r.gate.storageChanged(u.GetUID())
+	}
+	q.Add(reconcile.Request{NamespacedName: key})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
 
@@ -109,4 +110,31 @@ func (o HelmOptions) upgrade(u *action.Upgrade) {
 func (o HelmOptions) uninstall(u *action.Uninstall) {
 	u.DisableHooks = o.UninstallDisableHooks
 	u.Description = o.UninstallDescription
+}
+
+// Annotation prefixes: every annotation under them may change what the
+// operator does with a resource (see SteeringAnnotations).
+const (
+	prefixSDK     = "helm.sdk.operatorframework.io/"
+	prefixHelmApp = "helmapp.io/"
+)
+
+// SteeringAnnotations returns, in one canonical string, the annotations that
+// may change the operator's verdict on a resource: those of the
+// helm.sdk.operatorframework.io/ and helmapp.io/ prefixes, known or not,
+// except AnnotationRetry, which asks for an attempt by a new value alone.
+// Two resources' strings are equal when those annotations are.
+func SteeringAnnotations(ann map[string]string) string {
+	keys := make([]string, 0, len(ann))
+	for k := range ann {
+		if k != AnnotationRetry && (strings.HasPrefix(k, prefixSDK) || strings.HasPrefix(k, prefixHelmApp)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%q\n", k, ann[k])
+	}
+	return b.String()
 }

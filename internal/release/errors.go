@@ -20,11 +20,15 @@ type Error struct {
 	// StalledReason is set when retrying cannot help without a change to the resource.
 	StalledReason string
 	// Summary says, in words a user reads, what was being done ("Upgrade of release web to revision 3").
+	// It is the operator's own text, never redacted: anything in it that the
+	// operator did not write (a description Helm recorded) is marked
+	// status.Foreign.
 	Summary string
 	// Err is the underlying error, typically Helm's.
 	Err error
 	// Remedy says what the operator did about the failure, by the watch's
 	// remediation setting ("rolled back to revision 2"); it ends the message.
+	// Like Summary, it marks the errors it quotes status.Foreign.
 	Remedy string
 	// RetryAfter, when positive, is when to try again instead of the
 	// backoff: the moment the failure is known to end (a lock becomes stale).
@@ -40,10 +44,17 @@ func RetryAfter(err error) time.Duration {
 	return 0
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return status.Plain(e.marked()) }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// marked is the message with the text the operator did not write — the
+// underlying error, and what the summary and remedy marked — marked
+// status.Foreign, so that redaction hides values in it and only in it.
+func (e *Error) marked() string {
 	msg := e.Summary
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + status.Foreign(e.Err.Error())
 	}
 	if e.Remedy != "" {
 		msg += "; " + e.Remedy
@@ -51,9 +62,8 @@ func (e *Error) Error() string {
 	return msg
 }
 
-func (e *Error) Unwrap() error { return e.Err }
-
-// Failure converts e into the status package's vocabulary.
+// Failure converts e into the status package's vocabulary. Its message is
+// marked for redaction (status.Redactor.RedactMessage).
 func (e *Error) Failure() *status.Failure {
 	return &status.Failure{
 		Reason:        e.Reason,
@@ -64,22 +74,22 @@ func (e *Error) Failure() *status.Failure {
 	}
 }
 
-// message is Error() bounded so that the remedy, which ends it, survives
+// message is marked() bounded so that the remedy, which ends it, survives
 // the status' bound on message length.
 func (e *Error) message() string {
 	if e.Remedy == "" {
-		return e.Error()
+		return e.marked()
 	}
 	suffix := "; " + e.Remedy
 	base := e.Summary
 	if e.Err != nil {
-		base += ": " + e.Err.Error()
+		base += ": " + status.Foreign(e.Err.Error())
 	}
 	return status.Bound(base, status.MaxMessageLength-len(suffix)) + suffix
 }
 
 // AsFailure classifies any error: an *Error keeps its reason, anything else
-// becomes a ReconcileError.
+// becomes a ReconcileError, all of whose message is foreign text.
 func AsFailure(err error) *status.Failure {
 	if err == nil {
 		return nil
@@ -88,7 +98,7 @@ func AsFailure(err error) *status.Failure {
 	if errors.As(err, &e) {
 		return e.Failure()
 	}
-	return &status.Failure{Reason: status.ReasonReconcileError, Message: err.Error()}
+	return &status.Failure{Reason: status.ReasonReconcileError, Message: status.Foreign(err.Error())}
 }
 
 // renderFailure tells whether a Helm error says the chart could not be

@@ -13,6 +13,9 @@ type Actions struct {
 	running map[string]string
 	// ended is when the last action of this process on a release ended.
 	ended map[string]time.Time
+	// wrote is the newest revision an action of this process left on a
+	// release, as read back after it.
+	wrote map[string]int
 	// observer is told the duration and outcome of every Helm action; nil: nobody.
 	observer ActionObserver
 }
@@ -35,7 +38,7 @@ func (a *Actions) observed(kind, act string, start time.Time, err error) {
 
 // NewActions returns an empty registry.
 func NewActions() *Actions {
-	return &Actions{running: map[string]string{}, ended: map[string]time.Time{}}
+	return &Actions{running: map[string]string{}, ended: map[string]time.Time{}, wrote: map[string]int{}}
 }
 
 // begin records that act runs on release ns/name; the returned function ends it.
@@ -61,6 +64,27 @@ func (a *Actions) EndedAt(ns, name string) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.ended[ns+"/"+name]
+}
+
+// Wrote is the newest revision an action of this process left on release
+// ns/name, 0 for none.
+func (a *Actions) Wrote(ns, name string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.wrote[ns+"/"+name]
+}
+
+// noteWrote records that an action of this process left revision on
+// release ns/name (Helm's storage read back after it).
+func (a *Actions) noteWrote(ns, name string, revision int) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if revision > a.wrote[ns+"/"+name] {
+		a.wrote[ns+"/"+name] = revision
+	}
 }
 
 // Running returns the action this process runs on release ns/name, "" for none.

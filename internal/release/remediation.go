@@ -36,14 +36,14 @@ func (r *Runner) remediate(res *Result, after State, e *Error) {
 	case res.Action == status.ActionUpgrade && r.Remediation.RollbackFailedUpgrade && after.Deployed != nil:
 		target := after.Deployed.Version
 		if err := r.rollback(after.Deployed); err != nil {
-			e.Remedy = fmt.Sprintf("rolling back to revision %d failed: %v", target, err)
+			e.Remedy = fmt.Sprintf("rolling back to revision %d failed: %s", target, status.Foreign(err.Error()))
 		} else {
 			e.Remedy = fmt.Sprintf("rolled back to revision %d", target)
 			res.DeployedBy = status.ActionRollback
 		}
 	case res.Action == status.ActionInstall && r.Remediation.UninstallFailedInstall && after.Deployed == nil:
 		if err := r.uninstall(false); err != nil {
-			e.Remedy = fmt.Sprintf("uninstalling the failed install failed: %v", err)
+			e.Remedy = fmt.Sprintf("uninstalling the failed install failed: %s", status.Foreign(err.Error()))
 		} else {
 			e.Remedy = "the failed install was uninstalled; the next attempt installs afresh"
 		}

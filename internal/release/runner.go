@@ -62,6 +62,10 @@ type Runner struct {
 	Tenure  *Tenure
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Known is the newest revision the resource's status names (deployed or
+	// failed), 0 for none: a newer one that this process did not write is
+	// someone else's (see Foreign).
+	Known int
 }
 
 // Result is what running a plan did.
@@ -123,9 +127,13 @@ func (r *Runner) ProgressMessage(plan Plan, st State) string {
 // as the operator starts stopping, and a Helm action cut short leaves its
 // release pending, so the action gets the grace period to finish; then it is
 // cancelled and Helm records it failed.
-func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[string]any) (Result, error) {
-	var res Result
-	var err error
+func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[string]any) (res Result, err error) {
+	defer func() {
+		if res.Observed && res.State.Latest != nil && plan != PlanReapply && plan != PlanLocked {
+			// What this process left, so that it is never taken for someone else's.
+			r.Actions.noteWrote(r.Namespace, r.Name, res.State.Latest.Version)
+		}
+	}()
 	switch plan {
 	case PlanInstall, PlanRetryInstall:
 		res.Action = status.ActionInstall

@@ -29,6 +29,9 @@ type State struct {
 	// Lock is the verdict on a pending Latest, nil when Latest is not pending
 	// or was not judged (see Runner.Observe).
 	Lock *Lock
+	// Foreign is the verdict on a Latest someone else wrote, nil when it is
+	// not foreign or was not judged (see Runner.Foreign).
+	Foreign *Foreign
 }
 
 // Observe reads the release's history from Helm's storage (one label-scoped
@@ -110,12 +113,18 @@ var decisions = []struct {
 	}, PlanUnlock},
 	// Pending, and it may still be running somewhere: wait.
 	{func(st State, _ Desired) bool { return st.Latest.Info.Status.IsPending() }, PlanLocked},
+	// Someone else's uninstall is under way (this process' own run only on
+	// deletion): wait for it to delete the records.
+	{func(st State, _ Desired) bool { return st.Latest.Info.Status == release.StatusUninstalling }, PlanLocked},
 	// The latest attempt failed (or was superseded oddly) and nothing was ever deployed.
 	{func(st State, _ Desired) bool {
 		return st.Latest.Info.Status != release.StatusDeployed && st.Deployed == nil
 	}, PlanRetryInstall},
 	// The latest attempt failed over a deployed revision: try again.
 	{func(st State, _ Desired) bool { return st.Latest.Info.Status != release.StatusDeployed }, PlanUpgrade},
+	// Someone else deployed a revision that is not what the resource asks
+	// for, though its chart label may say so (Helm copies labels): undo it.
+	{func(st State, _ Desired) bool { return st.Foreign != nil && !st.Foreign.Same }, PlanUpgrade},
 	// The values or the chart changed.
 	{func(st State, want Desired) bool {
 		return ValuesDigest(st.Latest.Config) != want.ValuesDigest || st.Latest.Labels[LabelChartDigest] != want.ChartDigest

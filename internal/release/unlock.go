@@ -15,9 +15,12 @@ import (
 // behind, so that Helm refuses every later action ("another operation is in
 // progress").
 type Lock struct {
-	// Revision and Status of the pending revision.
-	Revision int
-	Status   release.Status
+	// Revision and Status of the pending revision, and the Description
+	// Helm recorded for it ("Preparing upgrade", a description given to
+	// the helm CLI): what Helm's record tells of its holder.
+	Revision    int
+	Status      release.Status
+	Description string
 	// WrittenAt is when the operation wrote it (its lastDeployed), zero when
 	// Helm's record does not say; Age is how long ago.
 	WrittenAt time.Time
@@ -57,7 +60,7 @@ func JudgeLock(rel *release.Release, p LockPolicy) *Lock {
 	if rel == nil || rel.Info == nil || !rel.Info.Status.IsPending() {
 		return nil
 	}
-	l := &Lock{Revision: rel.Version, Status: rel.Info.Status, RunningHere: p.RunningHere}
+	l := &Lock{Revision: rel.Version, Status: rel.Info.Status, Description: rel.Info.Description, RunningHere: p.RunningHere}
 	if !rel.Info.LastDeployed.IsZero() {
 		l.WrittenAt = rel.Info.LastDeployed.Time
 		l.Age = max(p.Now.Sub(l.WrittenAt), 0)
@@ -116,8 +119,11 @@ func (r *Runner) unlock(st State) (*Lock, error) {
 	return l, nil
 }
 
-// locked is the failure of a release whose lock is not stale yet: it is
-// retried when the lock becomes stale.
+// locked is the failure of a release whose lock is not stale yet. A lock
+// this process holds is retried after the backoff; one that someone else
+// holds is watched, not waited out: the resource is reconciled as soon as
+// the release's storage changes (the revision leaving pending, a new
+// revision, a deletion), and at the latest when the lock becomes stale.
 func (r *Runner) locked(st State) error {
 	l := st.Lock
 	if l == nil {
@@ -125,6 +131,10 @@ func (r *Runner) locked(st State) error {
 	}
 	e := &Error{Reason: status.ReasonReleaseLocked}
 	switch {
+	case st.Lock == nil && st.Latest.Info.Status == release.StatusUninstalling:
+		e.Summary = fmt.Sprintf("Release %s revision %d is being uninstalled by an operation this operator is not running; "+
+			"the resource is reconciled as soon as the release's storage changes (if that uninstall was interrupted, run helm uninstall %s -n %s again)",
+			r.Name, l.Revision, r.Name, r.Namespace)
 	case l.RunningHere != "":
 		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by the %s this operator is running (for %s)",
 			r.Name, l.Revision, l.Status, l.RunningHere, l.Age.Round(time.Second))
@@ -132,13 +142,22 @@ func (r *Runner) locked(st State) error {
 		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by an operation that has not finished",
 			r.Name, l.Revision, l.Status)
 	default:
-		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by an operation that has not finished, written %s ago; "+
-			"it is unlocked at %s, when it is older than the watch's timeout %s",
-			r.Name, l.Revision, l.Status, l.Age.Round(time.Second), stamp(l.UnlockAt), r.timeout())
+		e.Summary = fmt.Sprintf("Release %s revision %d is locked in %s by an operation this operator is not running%s, written %s ago; "+
+			"the resource is reconciled as soon as the release's storage changes, and it is unlocked at %s, when it is older than the watch's timeout %s",
+			r.Name, l.Revision, l.Status, holder(l.Description), l.Age.Round(time.Second), stamp(l.UnlockAt), r.timeout())
 		// Come back when it is stale; a second more so that it is.
 		e.RetryAfter = l.UnlockAt.Sub(r.now()) + time.Second
 	}
 	return e
+}
+
+// holder says what Helm's record tells of a lock's holder: the description
+// it recorded, which is not the operator's text (it may quote anything).
+func holder(description string) string {
+	if description == "" {
+		return ""
+	}
+	return fmt.Sprintf(` (Helm's record says "%s")`, status.Foreign(description))
 }
 
 // stamp formats t as the status does (RFC 3339, UTC, seconds).

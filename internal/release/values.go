@@ -79,17 +79,29 @@ func Digest(v any) string {
 // ChartDigest identifies a chart's content: metadata, templates, default
 // values, schema and, recursively, its dependencies. Helm's release record
 // does not keep subcharts, so the digest is stored as a release label.
-func ChartDigest(chrt *chart.Chart) string {
+func ChartDigest(chrt *chart.Chart) string { return chartDigest(chrt, true) }
+
+// chartDigest is ChartDigest when whole; else that of the chart alone: what a
+// release record keeps of its chart, less its default values, which Helm
+// rewrites in the record of an upgrade with --reuse-values (the values of
+// the release are compared on their own).
+func chartDigest(chrt *chart.Chart, whole bool) string {
 	h := sha256.New()
 	var walk func(c *chart.Chart)
 	walk = func(c *chart.Chart) {
 		meta, _ := json.Marshal(c.Metadata)
-		vals, _ := json.Marshal(c.Values)
+		var vals []byte
+		if whole {
+			vals, _ = json.Marshal(c.Values)
+		}
 		fmt.Fprintf(h, "chart %d:%s\nvalues %d:%s\nschema %d:%s\n", len(meta), meta, len(vals), vals, len(c.Schema), c.Schema)
 		tpls := append([]*chart.File(nil), c.Templates...)
 		sort.Slice(tpls, func(i, j int) bool { return tpls[i].Name < tpls[j].Name })
 		for _, t := range tpls {
 			fmt.Fprintf(h, "template %s %d:%s\n", t.Name, len(t.Data), t.Data)
+		}
+		if !whole {
+			return
 		}
 		deps := append([]*chart.Chart(nil), c.Dependencies()...)
 		sort.Slice(deps, func(i, j int) bool { return deps[i].Name() < deps[j].Name() })

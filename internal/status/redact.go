@@ -24,8 +24,10 @@ const minEncodedLength = 4
 
 // Redactor hides the values of a resource's spec in messages. Errors from
 // Helm and the API server can quote a rejected value; those messages go to
-// status, events and logs, none of which may carry values. The exact rule is
-// in docs/status.md ("Redaction").
+// status, events and logs, none of which may carry values. It redacts what
+// may quote values only — errors, Helm's descriptions — never the operator's
+// own words around them (see RedactMessage). The exact rule is in
+// docs/status.md ("Redaction").
 type Redactor struct {
 	// long are the values hidden wherever they appear, longest first.
 	long []string
@@ -93,10 +95,56 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 	return r
 }
 
-// Redact returns msg with every collected value, and every value an API
-// field error quotes, replaced by RedactedMark.
+// Foreign marks s, interpolated into a message of the operator's own words,
+// as text the operator did not write: an error of Helm or the API server, a
+// description Helm recorded. Such text may quote the resource's values;
+// RedactMessage redacts it and nothing else. The marks are two characters
+// of Unicode's private use area, which no Kubernetes or Helm message uses.
+func Foreign(s string) string { return foreignOpen + Plain(s) + foreignClose }
+
+const (
+	foreignOpen  = "\ue000"
+	foreignClose = "\ue001"
+)
+
+// Plain removes the marks Foreign put in msg.
+func Plain(msg string) string {
+	if !strings.ContainsAny(msg, foreignOpen+foreignClose) {
+		return msg
+	}
+	return strings.NewReplacer(foreignOpen, "", foreignClose, "").Replace(msg)
+}
+
+// RedactMessage returns a message of the operator's (a failure's summary, its
+// advice, reason and field names, enum words such as "true") with the
+// values redacted from the text marked Foreign only, and the marks removed.
+// The operator's own words are never redacted, even when a value of the spec
+// happens to be one of them. An unclosed mark (the message was cut short)
+// runs to the end.
+func (r Redactor) RedactMessage(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, foreignOpen)
+		if i < 0 {
+			b.WriteString(Plain(msg))
+			return b.String()
+		}
+		b.WriteString(Plain(msg[:i]))
+		rest := msg[i+len(foreignOpen):]
+		j := strings.Index(rest, foreignClose)
+		if j < 0 {
+			j = len(rest)
+		}
+		b.WriteString(r.Redact(rest[:j]))
+		msg = rest[min(j+len(foreignClose), len(rest)):]
+	}
+}
+
+// Redact returns msg, all of it text that may quote values, with every
+// collected value, and every value an API field error quotes, replaced by
+// RedactedMark.
 func (r Redactor) Redact(msg string) string {
-	msg = redactFieldValues(msg)
+	msg = redactFieldValues(Plain(msg))
 	for _, v := range r.long {
 		msg = strings.ReplaceAll(msg, v, RedactedMark)
 		// A multi-line value may be quoted with its newlines escaped.

@@ -70,3 +70,44 @@ func TestRedactorForms(t *testing.T) {
 		t.Errorf("a message without values was changed: %q", got)
 	}
 }
+
+// RedactMessage redacts values only: the text the operator did not write
+// (marked Foreign), never the operator's own words around it — its advice,
+// enum words such as "true" and "false", reason and field names — even when a
+// value of the spec is one of those words.
+func TestRedactMessageKeepsTheOperatorsWords(t *testing.T) {
+	r := NewRedactor(map[string]any{"spec": map[string]any{
+		"enabled": true, "debug": false, "mode": "replicas", "tier": "UpgradeError", "token": "hunter2-s3cret",
+	}})
+	tests := []struct{ name, msg, want string }{
+		{"annotation advice with booleans in the spec",
+			`The annotation helm.sdk.operatorframework.io/upgrade-force has the value "maybe", which is not a boolean: set it to "true" or "false", or remove it`,
+			`The annotation helm.sdk.operatorframework.io/upgrade-force has the value "maybe", which is not a boolean: set it to "true" or "false", or remove it`},
+		{"the operator's words kept, the error quoting values redacted",
+			`Upgrade of release web to revision 3 failed: ` + Foreign(`value "true" for "replicas" rejected: token hunter2-s3cret`),
+			`Upgrade of release web to revision 3 failed: value "[redacted]" for "[redacted]" rejected: token [redacted]`},
+		{"a reason name and a field name in the operator's words",
+			`Release web is "UpgradeError" in field "replicas": ` + Foreign(`got "UpgradeError"`),
+			`Release web is "UpgradeError" in field "replicas": got "[redacted]"`},
+		{"a remedy quoting an error",
+			`Upgrade failed: ` + Foreign(`"false" denied`) + `; rolling back to revision 2 failed: ` + Foreign(`Invalid value: "x"`),
+			`Upgrade failed: "[redacted]" denied; rolling back to revision 2 failed: Invalid value: [redacted]`},
+		{"a mark left open by truncation runs to the end",
+			`Install failed: ` + Foreign(`"true" is bad`)[:len(Foreign(`"true" is bad`))-len(foreignClose)] + "…",
+			`Install failed: "[redacted]" is bad…`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.RedactMessage(tt.msg); got != tt.want {
+				t.Errorf("RedactMessage(%q)\n got %q\nwant %q", tt.msg, got, tt.want)
+			}
+		})
+	}
+	// Redact, for text that is all foreign, still hides the quoted boolean.
+	if got := r.Redact(`set it to "true"`); got != `set it to "[redacted]"` {
+		t.Errorf("Redact of foreign text: %q", got)
+	}
+	if got := Plain("a " + Foreign("b") + " c"); got != "a b c" {
+		t.Errorf("Plain: %q", got)
+	}
+}
