@@ -46,8 +46,9 @@ func TestHelmByHandIsUndone(t *testing.T) {
 
 	helm("uninstall", "web")
 	e.eventually("web", "the release installed again", func(ctx context.Context) (bool, string) {
-		h := e.helmHistory("web")
-		return len(h) == 1 && h[0].Status == "deployed" && revision() == "1", fmt.Sprintf("history %+v, deployedRelease.revision %s", h, revision())
+		// Read from the Secrets: `helm history` fails while there is none.
+		h, err := e.history("web")
+		return err == nil && len(h) == 1 && h[0] == "1=deployed" && revision() == "1", fmt.Sprintf("history %v (%v), deployedRelease.revision %s", h, err, revision())
 	})
 	e.waitCondition("web", typeReady)
 }
