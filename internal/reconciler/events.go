@@ -3,11 +3,9 @@ package reconciler
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -34,6 +32,9 @@ const (
 	// helmapp.io/uninstall-on-delete: "false"; its release stays.
 	EventReleaseKept     = "ReleaseKept"
 	EventReleaseUnlocked = "ReleaseUnlocked"
+	// EventForeignRevision: a revision of the release was written by someone
+	// else (the helm CLI, another process) and is upgraded back to the spec.
+	EventForeignRevision = "ForeignRevision"
 )
 
 // maxDriftNames bounds the objects a DriftCorrected event names.
@@ -110,49 +111,4 @@ func (r *Reconciler) unlockedEvent(obj *unstructured.Unstructured, l *release.Lo
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReleaseUnlocked, "Unlock",
 		"Release %s revision %d was left %s by an operation that never finished (%s); marked failed in Helm's storage",
 		obj.GetName(), l.Revision, l.Status, l.Why)
-}
-
-// EventForeignRevision: a revision of the release was written by someone
-// else (the helm CLI, another process) and is upgraded back to the spec.
-const EventForeignRevision = "ForeignRevision"
-
-// foreignReports remembers, per resource, the newest foreign revision
-// reported, so that each is reported once.
-type foreignReports struct {
-	mu       sync.Mutex
-	reported map[types.UID]int
-}
-
-// foreignEvent tells whether f, the verdict on the latest revision, is a
-// revision someone else wrote that the resource must undo, and emits the
-// Warning event that says so, once per revision. Helm's description is not
-// the operator's text: it is redacted.
-func (r *Reconciler) foreignEvent(obj *unstructured.Unstructured, f *release.Foreign, redactor status.Redactor) bool {
-	if f == nil || f.Same {
-		return false
-	}
-	r.foreign.mu.Lock()
-	defer r.foreign.mu.Unlock()
-	if r.foreign.reported == nil {
-		r.foreign.reported = map[types.UID]int{}
-	}
-	if r.foreign.reported[obj.GetUID()] >= f.Revision {
-		return true
-	}
-	r.foreign.reported[obj.GetUID()] = f.Revision
-	desc := ""
-	if f.Description != "" {
-		desc = fmt.Sprintf(", Helm's description %q", redactor.Redact(f.Description))
-	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventForeignRevision, status.ActionUpgrade, "%s",
-		status.Bound(fmt.Sprintf("Release %s revision %d (%s%s) was written by someone else, not this operator; upgrading it back to the resource's spec",
-			obj.GetName(), f.Revision, f.Status, desc), maxEventNote))
-	return true
-}
-
-// forget forgets a resource that is gone.
-func (f *foreignReports) forget(uid types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.reported, uid)
 }

@@ -415,19 +415,11 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	foreign := runner.Foreign(&before, want)
 	undo := r.foreignEvent(obj, foreign, redactor)
 	plan := release.Decide(before, want)
-	announced := func() {}
-	if msg := runner.ProgressMessage(plan, before); msg != "" && (out.Retry != "" || !status.StalledBySpec(prev, obj.GetGeneration())) {
-		// Say what is under way if the Helm call takes long; at once when it
-		// undoes someone else's revision, which the status names meanwhile.
-		progress, delay := status.Progressing(prev, obj.GetGeneration(), msg), progressDelay
-		if undo && plan == release.PlanUpgrade {
-			progress.DeployedRelease = out.Deployed
-			c := meta.FindStatusCondition(progress.Conditions, status.TypeReconciling)
-			c.Message = status.Bound(fmt.Sprintf("%s, back to the resource's spec: revision %d was written by someone else", msg, foreign.Revision), status.MaxMessageLength)
-			delay = 0
-		}
-		announced = r.announce(ctx, obj, progress, delay)
+	var undone *release.Foreign
+	if undo && plan == release.PlanUpgrade {
+		undone = foreign
 	}
+	announced := r.announcePlan(ctx, obj, prev, out, runner.ProgressMessage(plan, before), undone)
 	result, err := runner.Run(ctx, plan, before, vals)
 	announced()
 	r.driftEvent(obj, runner.Name, result.Drifted)
@@ -512,16 +504,4 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
 		Known: knownRevision(prev),
 	}, nil
-}
-
-// knownRevision is the newest revision the status names: deployed or failed.
-func knownRevision(s status.Status) int {
-	k := 0
-	if s.DeployedRelease != nil {
-		k = s.DeployedRelease.Revision
-	}
-	if s.FailedRelease != nil {
-		k = max(k, s.FailedRelease.Revision)
-	}
-	return k
 }
