@@ -103,6 +103,15 @@ type Options struct {
 	MaxRetries int
 	// Observer is told how every reconcile ended (metrics); nil: nobody.
 	Observer Observer
+
+	// Identity chooses who each resource's Helm actions act as (the
+	// ActionClientGetter's configuration impersonates the same); the zero
+	// policy: the operator itself. Access checks that identity's permissions
+	// before each install, upgrade and re-apply; nil checks nothing.
+	// Writers gives the client a re-apply writes with as a ServiceAccount.
+	Identity release.IdentityPolicy
+	Access   release.Reviewer
+	Writers  func(release.Identity) (client.Client, error)
 }
 
 // Reconciler reconciles the resources of one kind into Helm releases.
@@ -463,8 +472,15 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 	return nil
 }
 
-// runner returns the release runner of obj, or an ErrorGettingClient failure.
+// runner returns the release runner of obj, or an ErrorGettingClient
+// failure. A resource without the ServiceAccount the policy requires gets a
+// runner that may only read Helm's storage, with the ServiceAccountRequired
+// failure; the caller acts on neither unless it is deleting.
 func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured) (*release.Runner, error) {
+	id, idErr := r.opts.Identity.For(obj)
+	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
+		return nil, idErr
+	}
 	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
 	if err != nil {
 		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
@@ -474,13 +490,21 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
+	var writer client.Client
+	if id.Impersonated() && r.opts.Writers != nil {
+		if writer, err = r.opts.Writers(id); err != nil {
+			return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
+				Summary: fmt.Sprintf("Getting the client of %s for release %s failed", id, obj.GetName()), Err: err}
+		}
+	}
 	return &release.Runner{
 		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
 		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
 		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
+		Identity: id, Access: r.opts.Access, Writer: writer,
 		Options: ann.Helm,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
-	}, nil
+	}, idErr
 }
