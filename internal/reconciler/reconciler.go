@@ -104,11 +104,7 @@ type Options struct {
 	// Observer is told how every reconcile ended (metrics); nil: nobody.
 	Observer Observer
 
-	// Identity chooses who each resource's Helm actions act as (the
-	// ActionClientGetter's configuration impersonates the same); the zero
-	// policy: the operator itself. Access checks that identity's permissions
-	// before each install, upgrade and re-apply; nil checks nothing.
-	// Writers gives the client a re-apply writes with as a ServiceAccount.
+	// Identity, Access and Writers: who the Helm actions act as (identity.go).
 	Identity release.IdentityPolicy
 	Access   release.Reviewer
 	Writers  func(release.Identity) (client.Client, error)
@@ -473,11 +469,10 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 }
 
 // runner returns the release runner of obj, or an ErrorGettingClient
-// failure. A resource without the ServiceAccount the policy requires gets a
-// runner that may only read Helm's storage, with the ServiceAccountRequired
-// failure; the caller acts on neither unless it is deleting.
+// failure. Without the ServiceAccount the policy requires, it also returns
+// the ServiceAccountRequired failure (see identity).
 func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured) (*release.Runner, error) {
-	id, idErr := r.opts.Identity.For(obj)
+	id, writer, idErr := r.identity(obj)
 	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
 		return nil, idErr
 	}
@@ -489,13 +484,6 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 	ann, err := release.ParseAnnotations(obj.GetAnnotations())
 	if err != nil {
 		return nil, err
-	}
-	var writer client.Client
-	if id.Impersonated() && r.opts.Writers != nil {
-		if writer, err = r.opts.Writers(id); err != nil {
-			return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
-				Summary: fmt.Sprintf("Getting the client of %s for release %s failed", id, obj.GetName()), Err: err}
-		}
 	}
 	return &release.Runner{
 		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
