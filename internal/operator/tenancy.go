@@ -177,15 +177,31 @@ func (a *accessReviewer) review(ctx context.Context, id release.Identity, p rele
 		if r.Status.Allowed {
 			ttl = allowedTTL
 		}
-		a.mu.Lock()
-		a.answers[key] = answer{allowed: r.Status.Allowed, until: a.now().Add(ttl)}
-		a.mu.Unlock()
+		a.remember(key, answer{allowed: r.Status.Allowed, until: a.now().Add(ttl)})
 		return r.Status.Allowed, nil
 	})
 	if err != nil {
 		return false, err
 	}
 	return v.(bool), nil
+}
+
+// maxAnswers bounds the cache of answers; past it, expired answers are
+// dropped.
+const maxAnswers = 4096
+
+func (a *accessReviewer) remember(key accessKey, ans answer) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.answers) >= maxAnswers {
+		now := a.now()
+		for k, v := range a.answers {
+			if !now.Before(v.until) {
+				delete(a.answers, k)
+			}
+		}
+	}
+	a.answers[key] = ans
 }
 
 // client returns the SelfSubjectAccessReview client of id, built once.

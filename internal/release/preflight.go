@@ -143,8 +143,9 @@ func (r *Runner) check(ctx context.Context, act string, perms []Permission) erro
 	}
 	allowed, err := r.Access.Review(ctx, r.Identity, perms)
 	if err != nil {
-		return &Error{Reason: status.ReasonReconcileError, Action: act,
-			Summary: fmt.Sprintf("Checking the permissions of %s for release %s failed", strings.ToLower(r.Identity.String()[:1])+r.Identity.String()[1:], r.Name), Err: err}
+		// Not a verdict on the release: no Helm action was attempted.
+		return &Error{Reason: status.ReasonReconcileError,
+			Summary: fmt.Sprintf("Checking the permissions of release %s before its %s failed (%s)", r.Name, act, r.Identity), Err: err}
 	}
 	var denied []Permission
 	for i, p := range perms {
@@ -319,33 +320,39 @@ func uniquePermissions(perms []Permission) []Permission {
 
 // forbiddenRE matches the API server's authorization denial: `User "..."
 // cannot create resource "services" in API group "" in the namespace "ns"`.
-var forbiddenRE = regexp.MustCompile(`cannot (\S+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]+)")?`)
+var forbiddenRE = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]+)")?`)
 
-// forbidden returns the permissions an error of the API server's
-// authorizers says are missing, nil when err is no such denial. A denial by
-// admission (a policy or webhook judging the object's content) is not a
-// missing permission, and is left to the action's own reason.
-func forbidden(err error) []Permission {
+// forbidden returns the user an error of the API server's authorizers
+// names and the permissions it says that user lacks; none when err is no
+// such denial. A denial by admission (a policy or webhook judging the
+// object's content) is not a missing permission, and is left to the
+// action's own reason.
+func forbidden(err error) (user string, perms []Permission) {
 	if err == nil {
-		return nil
+		return "", nil
 	}
-	var out []Permission
 	for _, m := range forbiddenRE.FindAllStringSubmatch(err.Error(), -1) {
-		res, _, _ := strings.Cut(m[2], "/") // a subresource is named with its resource
-		out = append(out, Permission{Verb: m[1], Resource: res, Group: m[3], Namespace: m[4]})
+		res, _, _ := strings.Cut(m[3], "/") // a subresource is named with its resource
+		user = m[1]
+		perms = append(perms, Permission{Verb: m[2], Resource: res, Group: m[4], Namespace: m[5]})
 	}
-	return uniquePermissions(out)
+	return user, uniquePermissions(perms)
 }
 
 // permissionDenied reclassifies e, a failed action, as PermissionDenied when
 // the API server refused it for a missing permission, naming them.
 func (r *Runner) permissionDenied(e *Error) *Error {
-	perms := forbidden(e.Err)
+	user, perms := forbidden(e.Err)
 	if len(perms) == 0 {
 		return e
 	}
 	e.Reason = status.ReasonPermissionDenied
 	e.StalledReason = ""
-	e.Err = fmt.Errorf("the API server refused it: %s", DeniedMessage(r.Identity, perms))
+	msg := DeniedMessage(r.Identity, perms)
+	if r.Identity.Impersonated() && user != r.Identity.UserName() {
+		// Not who was meant to act: say who the API server saw.
+		msg = fmt.Sprintf("user %s%s", user, strings.TrimPrefix(msg, r.Identity.String()))
+	}
+	e.Err = fmt.Errorf("the API server refused it: %s", msg)
 	return e
 }

@@ -60,8 +60,14 @@ func TestForbiddenErrorsOfHelmNameWhatIsMissing(t *testing.T) {
 		t.Errorf("message\n %q\nwant\n %q", e.Error(), want)
 	}
 	cluster := errors.New(`clusterroles.rbac.authorization.k8s.io "x" is forbidden: User "op" cannot patch resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster scope`)
-	if got := forbidden(cluster); len(got) != 1 || got[0] != (Permission{Verb: "patch", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}) {
-		t.Errorf("cluster-scoped denial read as %+v", got)
+	if user, got := forbidden(cluster); user != "op" || len(got) != 1 || got[0] != (Permission{Verb: "patch", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}) {
+		t.Errorf("cluster-scoped denial read as %q %+v", user, got)
+	}
+	// Refused as someone else than the identity meant to act: named.
+	other := errors.New(`services "web" is forbidden: User "system:serviceaccount:ops:operator" cannot create resource "services" in API group "" in the namespace "team-a"`)
+	e = r.permissionDenied(helmError(other, status.ReasonInstallError, status.ActionInstall, "Install of release web failed"))
+	if want := "Install of release web failed: the API server refused it: user system:serviceaccount:ops:operator may not: create services (in team-a)"; e.Error() != want {
+		t.Errorf("message\n %q\nwant\n %q", e.Error(), want)
 	}
 	// A policy judging the object's content is no missing permission.
 	admission := errors.New(`deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'deny' with binding 'deny' denied request: 13 replicas are not allowed`)
