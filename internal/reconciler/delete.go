@@ -126,7 +126,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 // release with helmapp.io/uninstall-on-delete: "false").
 func (r *Reconciler) deleteUnnamed(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner, stalled error) (bool, error) {
 	if ann, _ := release.ParseAnnotations(obj.GetAnnotations()); !ann.UninstallOnDelete {
-		return r.removeFinalizer(ctx, obj, "The release was kept")
+		return r.keep(ctx, obj, runner)
 	}
 	st, err := release.Observe(runner.Client, runner.Name)
 	if err != nil {

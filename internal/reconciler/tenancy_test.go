@@ -291,6 +291,19 @@ func TestDeletionWithoutTheServiceAccount(t *testing.T) {
 		t.Errorf("the Deployment of the release that was not uninstalled: %v", err)
 	}
 
+	// The escape hatch: keep the release, and the resource goes.
+	e.mergePatch(tu.NginxGVK, "kept", map[string]any{"metadata": map[string]any{"annotations": map[string]any{release.AnnotationUninstallOnDelete: "false"}}})
+	tu.Eventually(t, time.Minute, "the kept resource to be gone", func() (bool, string) {
+		_, err := tu.Get(t, e.c, tu.NginxGVK, e.ns, "kept")
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	kept := &appsv1.Deployment{}
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "kept"}, kept); err != nil {
+		t.Errorf("the kept release's Deployment: %v", err)
+	} else if refs := kept.GetOwnerReferences(); len(refs) != 0 {
+		t.Errorf("the kept Deployment still has owner references %v", refs)
+	}
+
 	// The namespace's deletion completes: the uninstall is skipped.
 	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}); err != nil {
 		t.Fatal(err)
@@ -299,7 +312,7 @@ func TestDeletionWithoutTheServiceAccount(t *testing.T) {
 		err := e.c.Get(ctx, client.ObjectKey{Name: e.ns}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	for _, name := range []string{"kept", "web"} {
+	for _, name := range []string{"web"} {
 		note := fmt.Sprintf("Release %s was not uninstalled: ServiceAccount %s/deployer, which it is uninstalled as, is gone, and namespace %s is being deleted", name, e.ns, e.ns)
 		if logs := e.logs.String(); !strings.Contains(logs, note) || !strings.Contains(logs, `"event":"UninstallSkipped"`) {
 			t.Errorf("no UninstallSkipped %q in the operator's log:\n%s", note, logs)
