@@ -323,3 +323,28 @@ func TestDeletionWithoutTheServiceAccount(t *testing.T) {
 func zapLogger(w *syncBuffer) logr.Logger {
 	return zap.New(zap.WriteTo(w), zap.Level(zapcore.InfoLevel))
 }
+
+func TestHooksPermissionsAreCheckedToo(t *testing.T) {
+	e := newNamespace(t)
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}}
+	tu.ServiceAccount(t, e.c, e.ns, "deployer", rules, e.ns)
+	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "", "configmaps", e.ns, true)
+	e.start(func(c *operator.Config) { c.DefaultServiceAccount = "deployer" })
+
+	// The chart's pre-install hook is a Job, which Helm deletes (its
+	// default policy), reads, creates and watches until it completes.
+	e.create(hookedGVK, "hooked", map[string]any{"block": true})
+	u := e.wait(hookedGVK, "hooked", status.TypeReady, metav1.ConditionFalse, status.ReasonPermissionDenied)
+	want := fmt.Sprintf("ServiceAccount %s/deployer may not: create jobs.batch, delete jobs.batch, get jobs.batch, list jobs.batch, watch jobs.batch (in %s);", e.ns, e.ns)
+	if msg := conditionMessage(u, status.TypeReady); !strings.HasPrefix(msg, want) {
+		t.Errorf("Ready's message %q, want it to begin %q", msg, want)
+	}
+	if h := history(t, e.ns, "hooked"); len(h) != 0 {
+		t.Errorf("Helm stored %d revisions, want none", len(h))
+	}
+
+	// With the install's hooks disabled, nothing of the Job is needed.
+	e.mergePatch(hookedGVK, "hooked", map[string]any{"metadata": map[string]any{"annotations": map[string]any{release.AnnotationInstallDisableHooks: "true"}}})
+	u = e.wait(hookedGVK, "hooked", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	expect(t, u, "ReleaseFailed=False/InstallSuccessful")
+}
