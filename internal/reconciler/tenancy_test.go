@@ -117,10 +117,15 @@ func TestTenantServiceAccountRunsTheLifecycle(t *testing.T) {
 		c.DefaultServiceAccount, c.RequireServiceAccount = "deployer", true
 	})
 
+	ctx := context.Background()
+	// What a deletion reads when the ServiceAccount is gone: the Role grants
+	// get on its own namespace.
+	if err := tu.Client(t, op).Get(ctx, client.ObjectKey{Name: e.ns}, &corev1.Namespace{}); err != nil {
+		t.Errorf("the operator may not read the namespace it watches: %v", err)
+	}
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(1)})
 	u := e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, "")
 	expect(t, u, "Deployed=True/InstallSuccessful", "ReleaseFailed=False/InstallSuccessful")
-	ctx := context.Background()
 	d := &appsv1.Deployment{}
 	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "web"}, d); err != nil {
 		t.Fatalf("the chart's Deployment: %v", err)

@@ -1,12 +1,15 @@
 package installtest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/bundle"
@@ -50,6 +53,11 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 				t.Errorf("the operator may %s %s as itself under the tenancy CSV", verb, kind.resource)
 			}
 		}
+	}
+
+	// What a deletion reads when the ServiceAccount is gone.
+	if err := tu.Client(t, sc).Get(context.Background(), client.ObjectKey{Name: crNS}, &corev1.Namespace{}); err != nil {
+		t.Errorf("the operator may not read the namespace it watches: %v", err)
 	}
 
 	// The tenant's namespace admin: a ServiceAccount and a Role for the
