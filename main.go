@@ -36,6 +36,8 @@ func main() {
 	flag.DurationVar(&c.ReadinessTimeout, "readiness-timeout", 5*time.Minute, "Default time a release's objects may take to become ready after a deployment before the resource is reported Stalled (ProgressDeadlineExceeded); a watch's readinessTimeout overrides it; 0 disables.")
 	flag.DurationVar(&c.Timeout, "helm-timeout", 5*time.Minute, "Default bound of every Helm action (install, upgrade, rollback, uninstall), each hook included, and the age after which a pending release lock is stale; a watch's timeout overrides it.")
 	zapOpts := zap.Options{}
+	flag.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each resource's own namespace, that the Helm actions of watches setting no serviceAccount act as (impersonated); a resource's annotation helmapp.io/service-account wins; empty means the operator's own identity.")
+	flag.BoolVar(&c.RequireServiceAccount, "require-service-account", false, "Refuse to act for a resource that names no ServiceAccount and whose watch sets none (Stalled=True ServiceAccountRequired): nothing is written with the operator's own power.")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 

@@ -34,6 +34,7 @@ func main() {
 	flag.StringVar(&opts.Replaces, "replaces", "", "The CSV this version upgrades (spec.replaces), e.g. helm-app-operator.v0.1.0; empty for none.")
 	flag.StringVar(&opts.SkipRange, "skip-range", "", "The olm.skipRange annotation, e.g. '>=0.1.0 <0.2.0'; empty for none.")
 	flag.StringVar(&digests, "image-digests", "", "A YAML file mapping every image (as config/ names it) to its digest (sha256:...); the bundle then refers to digests only.")
+	flag.BoolVar(&opts.Tenancy, "tenancy", false, "Generate the tenancy variant (docs/tenancy.md): the manager's Role is config/tenancy/role.yaml, which may only read the charts' kinds.")
 	flag.BoolVar(&validateOnly, "validate-only", false, "Only validate the bundle already in bundle/.")
 	flag.Parse()
 

@@ -57,6 +57,11 @@ type Options struct {
 	OpenShiftVersions string
 	// CreatedAt is the CSV's createdAt annotation.
 	CreatedAt time.Time
+	// Tenancy generates the tenancy variant (docs/tenancy.md): the
+	// manager's Role is config/tenancy/role.yaml, under which the operator
+	// may only read the charts' kinds and writes them as each resource's
+	// ServiceAccount. Not committed: `make bundle TENANCY=1` writes it.
+	Tenancy bool
 	// Replaces is the CSV this version upgrades (spec.replaces,
 	// "<package>.v<version>"); empty for none.
 	Replaces string
@@ -101,7 +106,7 @@ func Generate(opts Options) (Files, error) {
 	if !slices.Contains(opts.Channels, opts.DefaultChannel) {
 		return nil, fmt.Errorf("default channel %q is not one of the channels %v", opts.DefaultChannel, opts.Channels)
 	}
-	objs, err := buildManifests(opts.Root, opts.Image)
+	objs, err := buildManifests(opts.Root, opts.Image, opts.Tenancy)
 	if err != nil {
 		return nil, err
 	}

@@ -28,8 +28,9 @@ const managerImageName = "controller"
 // manager's image set to image the way `kustomize edit set image
 // controller=<image>` would, and returns the objects it produced in
 // kustomize's order. The checkout is not modified: config/ is copied into an
-// in-memory file system and edited there.
-func buildManifests(root, image string) ([]*unstructured.Unstructured, error) {
+// in-memory file system and edited there. With tenancy, the manager's Role
+// is config/tenancy/role.yaml's.
+func buildManifests(root, image string, tenancy bool) ([]*unstructured.Unstructured, error) {
 	mem := filesys.MakeFsInMemory()
 	configDir := filepath.Join(root, "config")
 	err := filepath.WalkDir(configDir, func(p string, d fs.DirEntry, err error) error {
@@ -55,6 +56,15 @@ func buildManifests(root, image string) ([]*unstructured.Unstructured, error) {
 	}
 	if err := setManagerImage(mem, "/config/manager/kustomization.yaml", image); err != nil {
 		return nil, err
+	}
+	if tenancy {
+		role, err := mem.ReadFile("/config/tenancy/role.yaml")
+		if err != nil {
+			return nil, err
+		}
+		if err := mem.WriteFile("/config/rbac/role.yaml", role); err != nil {
+			return nil, err
+		}
 	}
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/config/manifests")
 	if err != nil {

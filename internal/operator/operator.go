@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -74,6 +75,16 @@ type Config struct {
 	// RetryBase and RetryMax bound the backoff of failed reconciles; zero
 	// means the reconciler's defaults (1s doubling up to 5m).
 	RetryBase, RetryMax time.Duration
+
+	// DefaultServiceAccount is the ServiceAccount, in each resource's own
+	// namespace, that the Helm actions of watches that set no serviceAccount
+	// act as (impersonated); empty means the operator's own identity. A
+	// resource's annotation helmapp.io/service-account wins over both.
+	DefaultServiceAccount string
+	// RequireServiceAccount refuses to act for a resource that has no
+	// ServiceAccount (Stalled=True ServiceAccountRequired): no chart object
+	// is ever written with the operator's own power.
+	RequireServiceAccount bool
 
 	// SkipNameValidation lets several managers with the same controllers run
 	// in one process, as tests do.
@@ -139,6 +150,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = release.DefaultShutdownGrace
 	}
+	if sa := c.DefaultServiceAccount; sa != "" {
+		if errs := validation.IsDNS1123Subdomain(sa); len(errs) > 0 {
+			return nil, fmt.Errorf("--default-service-account must name a ServiceAccount, got %q: %s", sa, errs[0])
+		}
+	}
 	id := c.LeaderElectionID
 	if id == "" {
 		id = DefaultLeaderElectionID
@@ -181,7 +197,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		return nil, err
 	}
 
-	var acgOpts []helmclient.ActionConfigGetterOption
+	// Helm's actions act as each resource's identity; its storage, the
+	// resources, events and caches stay the operator's (tenancy.go).
+	ids := newIdentities(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), c, ws)
+	access := newAccessReviewer(mgr.GetConfig(), mgr.GetHTTPClient(), time.Now)
+	acgOpts := []helmclient.ActionConfigGetterOption{helmclient.ClientRestConfigMapper(ids.restConfig)}
 	if c.WrapStorage != nil {
 		secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
 		acgOpts = append(acgOpts, helmclient.StorageDriverMapper(
@@ -293,6 +313,9 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			Tenure:        tenure,
 			Writes:        writes,
 			Observer:      rec,
+			Identity:      policyOf(w, c),
+			Access:        access,
+			Writers:       ids.writer,
 		})
 		if err != nil {
 			return nil, err

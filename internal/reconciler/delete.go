@@ -55,6 +55,9 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	}
 	uninstall := ann.UninstallOnDelete
 	runner, err := r.runner(ctx, obj, *prev)
+	if release.IsStalledBy(err, status.ReasonServiceAccountRequired) {
+		return r.deleteUnnamed(ctx, obj, runner, err)
+	}
 	var notOurs string
 	if err == nil {
 		notOurs, err = runner.NotOurs()
@@ -66,6 +69,12 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	}
 	if err == nil && !uninstall {
 		return r.keep(ctx, obj, runner)
+	}
+	if err == nil && runner.Identity.Impersonated() {
+		var skip bool
+		if skip, err = r.actorGone(ctx, obj, runner); skip {
+			return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
+		}
 	}
 	if err == nil && status.Uninstalled(*prev) {
 		// An earlier pass uninstalled the release and only the finalizer
@@ -108,6 +117,51 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	}
 	*prev = next
 	return r.removeFinalizer(ctx, obj, "The release was uninstalled")
+}
+
+// deleteUnnamed lets a resource that names no ServiceAccount, while one is
+// required, go when no release of it is stored: nothing is to be
+// uninstalled. Otherwise stalled is the failure, and the finalizer stays
+// until the resource names a ServiceAccount to uninstall as (or keeps its
+// release with helmapp.io/uninstall-on-delete: "false").
+func (r *Reconciler) deleteUnnamed(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner, stalled error) (bool, error) {
+	if ann, _ := release.ParseAnnotations(obj.GetAnnotations()); !ann.UninstallOnDelete {
+		return r.keep(ctx, obj, runner)
+	}
+	st, err := release.Observe(runner.Client, runner.Name)
+	if err != nil {
+		return false, err
+	}
+	if st.Latest != nil {
+		return false, stalled
+	}
+	return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
+}
+
+// actorGone checks that the ServiceAccount the release is uninstalled as
+// exists. When it is gone and its namespace is being deleted (which deletes
+// the release's objects and Helm's storage with it), the uninstall is
+// skipped, with an UninstallSkipped event: skip is true, and a namespace's
+// deletion never waits on the operator. When it is gone from a namespace
+// that stays, the failure is an UninstallError naming it.
+func (r *Reconciler) actorGone(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner) (skip bool, err error) {
+	st, err := release.LookUpServiceAccount(ctx, r.opts.Reader, runner.Identity)
+	switch {
+	case err != nil:
+		return false, &release.Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
+			Summary: fmt.Sprintf("Uninstall of release %s failed", runner.Name), Err: err}
+	case !st.Missing:
+		return false, nil
+	case st.NamespaceTerminating:
+		note := fmt.Sprintf("Release %s was not uninstalled: %s, which it is uninstalled as, is gone, and namespace %s is being deleted, which deletes the release's objects and its history",
+			runner.Name, runner.Identity, obj.GetNamespace())
+		// The API server may refuse the event in a namespace being deleted;
+		// the log keeps it.
+		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
+		ctrl.LoggerFrom(ctx).Info(note, "event", EventUninstallSkipped)
+		return true, nil
+	}
+	return false, release.ServiceAccountMissing(runner.Identity, status.ActionUninstall)
 }
 
 // uninstallProgress says that the uninstall of release name is under way
@@ -203,7 +257,15 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 	if err != nil {
 		return false, err
 	}
-	n, err := r.disown(ctx, obj, st)
+	writer := runner.Writer
+	if runner.Identity.Impersonated() {
+		// A ServiceAccount that is gone writes nothing: the operator then
+		// tries as itself, and says so if it may not.
+		if sa, err := release.LookUpServiceAccount(ctx, r.opts.Reader, runner.Identity); err == nil && sa.Missing {
+			writer = nil
+		}
+	}
+	n, err := r.disown(ctx, obj, st, writer)
 	if err != nil {
 		return false, &release.Error{Reason: status.ReasonReconcileError,
 			Summary: fmt.Sprintf("Keeping release %s: taking the resource's owner references off its objects failed", runner.Name), Err: err}
@@ -219,9 +281,15 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 
 // disown removes obj's owner references from the objects of the release's
 // deployed and latest revisions and from the release's storage Secrets, and
-// returns how many objects it changed. Other owner references stay.
-func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured, st release.State) (int, error) {
+// returns how many objects it changed. Other owner references stay. The
+// objects are written with writer, as the release's identity (nil: the
+// operator's own client); the Secrets, Helm's storage, as the operator.
+func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured, st release.State, writer client.Client) (int, error) {
+	if writer == nil {
+		writer = r.opts.Client
+	}
 	var metas []*metav1.PartialObjectMetadata
+	var objects int
 	seen := map[readiness.ObjectRef]bool{}
 	var manifests []string
 	for _, rel := range []*helmrelease.Release{st.Deployed, st.Latest} {
@@ -258,14 +326,19 @@ func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured,
 		client.MatchingLabels{"owner": "helm", "name": obj.GetName()}); err != nil {
 		return 0, fmt.Errorf("listing the release's storage Secrets: %w", err)
 	}
+	objects = len(metas)
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
 		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		metas = append(metas, s)
 	}
 	n := 0
-	for _, m := range metas {
-		changed, err := r.dropOwner(ctx, m, obj.GetUID())
+	for i, m := range metas {
+		w := writer
+		if i >= objects {
+			w = r.opts.Client
+		}
+		changed, err := r.dropOwner(ctx, w, m, obj.GetUID())
 		if err != nil {
 			return n, err
 		}
@@ -278,7 +351,7 @@ func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured,
 
 // dropOwner removes the owner reference to uid from m, with an optimistic
 // lock so that a concurrent change to the owner references is not lost.
-func (r *Reconciler) dropOwner(ctx context.Context, m *metav1.PartialObjectMetadata, uid types.UID) (bool, error) {
+func (r *Reconciler) dropOwner(ctx context.Context, w client.Client, m *metav1.PartialObjectMetadata, uid types.UID) (bool, error) {
 	refs := m.GetOwnerReferences()
 	kept := make([]metav1.OwnerReference, 0, len(refs))
 	for _, ref := range refs {
@@ -291,7 +364,7 @@ func (r *Reconciler) dropOwner(ctx context.Context, m *metav1.PartialObjectMetad
 	}
 	base := m.DeepCopy()
 	m.SetOwnerReferences(kept)
-	if err := r.opts.Client.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := w.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return false, fmt.Errorf("removing the owner reference from %s %s: %w", m.Kind, m.GetName(), err)
 	}
 	return true, nil

@@ -130,6 +130,21 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	})
 	got["paused"] = p.describe("nginx", "web")
 
+	// A permission the resource's ServiceAccount lacks (docs/tenancy.md).
+	d := newNamespace(t)
+	tu.ServiceAccount(t, d.c, d.ns, "helm-deployer", tenantRules("services"), d.ns)
+	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, d.ns, "helm-deployer"), "create", "apps", "deployments", d.ns, true)
+	d.start(defaultRetries)
+	d.holdOnStatus("web", status.TypeReleaseFailed, status.ReasonPermissionDenied)
+	denied := tu.NewCR(tu.NginxGVK, d.ns, "web", map[string]any{"replicaCount": int64(2)})
+	denied.SetAnnotations(map[string]string{"helmapp.io/service-account": "helm-deployer"})
+	if err := d.c.Create(ctx, denied); err != nil {
+		t.Fatal(err)
+	}
+	u = d.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonPermissionDenied)
+	d.waitEvent(u, corev1.EventTypeWarning, reconciler.EventInstallFailed)
+	got["permission-denied"] = d.describe("nginx", "web")
+
 	path := filepath.Join(tu.RepoRoot(), "docs", "status.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {

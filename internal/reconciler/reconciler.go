@@ -108,6 +108,11 @@ type Options struct {
 	MaxRetries int
 	// Observer is told how every reconcile ended (metrics); nil: nobody.
 	Observer Observer
+
+	// Identity, Access and Writers: who the Helm actions act as (identity.go).
+	Identity release.IdentityPolicy
+	Access   release.Reviewer
+	Writers  func(release.Identity) (client.Client, error)
 }
 
 // Reconciler reconciles the resources of one kind into Helm releases.
@@ -483,8 +488,14 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 }
 
 // runner returns the release runner of obj, whose status is prev, or an
-// ErrorGettingClient failure.
+// ErrorGettingClient failure. Without the ServiceAccount the policy
+// requires, it also returns the ServiceAccountRequired failure (see
+// identity).
 func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured, prev status.Status) (*release.Runner, error) {
+	id, writer, idErr := r.identity(obj)
+	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
+		return nil, idErr
+	}
 	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
 	if err != nil {
 		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
@@ -499,9 +510,10 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
 		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
 		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
+		Identity: id, Access: r.opts.Access, Writer: writer,
 		Options: ann.Helm,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
 		Known: knownRevision(prev),
-	}, nil
+	}, idErr
 }

@@ -23,6 +23,9 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 	if err := ValidateValues(r.Chart, vals, summary); err != nil {
 		return withAction(err, status.ReasonInstallError, status.ActionInstall)
 	}
+	if err := r.preflight(ctx, status.ActionInstall, before, vals, r.Options.InstallDisableHooks); err != nil {
+		return err
+	}
 	if plan == PlanRetryInstall && r.Remediation.UninstallFailedInstall {
 		// A failed install left before (the remediation failed, or was
 		// turned on since): uninstall it so that this attempt starts afresh.
@@ -48,7 +51,7 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 		})
 	}
 	if err != nil {
-		return helmError(err, status.ReasonInstallError, status.ActionInstall, summary)
+		return r.permissionDenied(helmError(err, status.ReasonInstallError, status.ActionInstall, summary))
 	}
 	return nil
 }

@@ -14,11 +14,14 @@ import (
 // reapply restores the objects of the deployed revision that drifted: it
 // re-creates those that were deleted and patches those whose live state no
 // longer holds every field the manifest sets. An object that did not drift is
-// only read, so a re-apply that finds no drift writes nothing. It writes no
-// new revision. It returns the objects it restored, in the manifest's order.
+// only read, so a re-apply that finds no drift writes nothing (and checks no
+// permission). Objects are read with KubeReader, the operator's, and
+// written with Writer, as Identity, once Access allows every write. It
+// writes no new revision. It returns the objects it restored, in the
+// manifest's order.
 //
-// On failure it returns an *Error with reason ReconcileError, and the objects
-// restored before the failure.
+// On failure it returns an *Error with reason ReconcileError (or
+// PermissionDenied), and the objects restored before the failure.
 func (r *Runner) reapply(ctx context.Context, st State) ([]string, error) {
 	fail := func(err error) *Error {
 		return &Error{Reason: status.ReasonReconcileError, Action: status.ActionReconcile,
@@ -32,23 +35,57 @@ func (r *Runner) reapply(ctx context.Context, st State) ([]string, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	var drifted []string
+	var writes []restoration
 	for _, want := range objs {
-		what, err := r.restore(ctx, want)
+		w, err := r.inspect(ctx, want)
+		if err != nil {
+			return nil, fail(err)
+		}
+		if w != nil {
+			writes = append(writes, *w)
+		}
+	}
+	if len(writes) == 0 {
+		return nil, nil
+	}
+	if r.Access != nil {
+		var perms []Permission
+		for _, w := range writes {
+			if p, ok := r.permission(w.obj); ok {
+				p.Verb = w.verb
+				perms = append(perms, p)
+			}
+		}
+		if err := r.check(ctx, status.ActionReconcile, perms); err != nil {
+			return nil, err
+		}
+	}
+	var drifted []string
+	for _, w := range writes {
+		what, err := r.restore(ctx, w)
 		if what != "" {
 			drifted = append(drifted, what)
 		}
 		if err != nil {
-			return drifted, fail(err)
+			e := fail(err)
+			return drifted, r.permissionDenied(e)
 		}
 	}
 	return drifted, nil
 }
 
-// restore re-creates want when it is missing, and patches it when it drifted.
-// It returns how it found the object ("Deployment web (changed)"), or "" when
-// the object had not drifted.
-func (r *Runner) restore(ctx context.Context, want *unstructured.Unstructured) (string, error) {
+// restoration is one write a re-apply makes: create a deleted object, or
+// patch a changed one.
+type restoration struct {
+	verb  string // "create" or "patch"
+	obj   *unstructured.Unstructured
+	patch client.Patch
+	name  string
+}
+
+// inspect reads want's live object and returns the write that restores it,
+// nil when it did not drift.
+func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured) (*restoration, error) {
 	name := want.GetKind() + " " + want.GetName()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(want.GroupVersionKind())
@@ -57,30 +94,43 @@ func (r *Runner) restore(ctx context.Context, want *unstructured.Unstructured) (
 	case apierrors.IsNotFound(err):
 		obj := want.DeepCopy()
 		helmOwnership(obj, r.Name, r.Namespace)
-		if err := r.Kube.Create(ctx, obj); err != nil {
-			return "", fmt.Errorf("re-creating %s: %w", name, err)
-		}
-		return name + " (deleted)", nil
+		return &restoration{verb: "create", obj: obj, name: name}, nil
 	case err != nil:
-		return "", fmt.Errorf("reading %s: %w", name, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	patch, err := driftPatch(want, live)
 	if err != nil {
-		return "", fmt.Errorf("comparing %s with its manifest: %w", name, err)
+		return nil, fmt.Errorf("comparing %s with its manifest: %w", name, err)
 	}
 	if patch == nil {
-		return "", nil
+		return nil, nil
 	}
-	before := live.GetResourceVersion()
-	if err := r.Kube.Patch(ctx, live, patch); err != nil {
-		return "", fmt.Errorf("restoring %s: %w", name, err)
+	return &restoration{verb: "patch", obj: live, patch: patch, name: name}, nil
+}
+
+// restore makes the write w. It returns how it found the object
+// ("Deployment web (changed)"), or "" when the server changed nothing.
+func (r *Runner) restore(ctx context.Context, w restoration) (string, error) {
+	writer := r.Writer
+	if writer == nil {
+		writer = r.Kube
 	}
-	if live.GetResourceVersion() == before {
+	if w.verb == "create" {
+		if err := writer.Create(ctx, w.obj); err != nil {
+			return "", fmt.Errorf("re-creating %s: %w", w.name, err)
+		}
+		return w.name + " (deleted)", nil
+	}
+	before := w.obj.GetResourceVersion()
+	if err := writer.Patch(ctx, w.obj, w.patch); err != nil {
+		return "", fmt.Errorf("restoring %s: %w", w.name, err)
+	}
+	if w.obj.GetResourceVersion() == before {
 		// The server changed nothing: the difference was one of form (a
 		// quantity written differently), not drift.
 		return "", nil
 	}
-	return name + " (changed)", nil
+	return w.name + " (changed)", nil
 }
 
 // helmOwnership marks a re-created object as Helm marks the objects it

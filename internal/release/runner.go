@@ -46,6 +46,13 @@ type Runner struct {
 	// KubeReader reads them, uncached.
 	Kube       client.Client
 	KubeReader client.Reader
+	// Identity is who the release's objects are written as: Client's
+	// configuration and Writer act as it. Access, when set, checks its
+	// permissions before every install, upgrade and re-apply (preflight.go).
+	Identity Identity
+	Access   Reviewer
+	// Writer writes the objects a re-apply restores, as Identity; nil means Kube.
+	Writer client.Client
 	// Options are the resource's per-action Helm options (its annotations).
 	Options HelmOptions
 	// Timeout bounds every Helm action and each of its hooks, and is the age

@@ -27,13 +27,16 @@ func (r *Runner) upgrade(ctx context.Context, before State, vals map[string]any)
 	if err := ValidateValues(r.Chart, vals, summary); err != nil {
 		return withAction(err, status.ReasonUpgradeError, status.ActionUpgrade)
 	}
+	if err := r.preflight(ctx, status.ActionUpgrade, before, vals, r.Options.UpgradeDisableHooks); err != nil {
+		return err
+	}
 	err := r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
 		u.MaxHistory = r.maxHistory()
 		u.Labels = r.labels()
 		r.Options.upgrade(u)
 	})
 	if err != nil {
-		return helmError(err, status.ReasonUpgradeError, status.ActionUpgrade, summary)
+		return r.permissionDenied(helmError(err, status.ReasonUpgradeError, status.ActionUpgrade, summary))
 	}
 	return nil
 }

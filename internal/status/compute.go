@@ -339,6 +339,8 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 			msg = "No progress is possible: recreate the resource with a shorter name"
 		case ReasonInvalidAnnotation:
 			msg = "No progress is possible until the annotation is corrected"
+		case ReasonServiceAccountRequired:
+			msg = "No progress is possible until the resource names a ServiceAccount with the annotation " + serviceAccountAnnotation
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled, msg)
 	case outOfRetries:

@@ -68,6 +68,20 @@ const (
 	ReasonReconcileSuccessful = "ReconcileSuccessful"
 	// ReasonNoReconcileError: Irreconcilable=False while a Helm action failed; ReleaseFailed has the verdict.
 	ReasonNoReconcileError = "NoReconcileError"
+	// ReasonPermissionDenied: ReleaseFailed=True (install, upgrade) or
+	// Irreconcilable=True (drift re-apply), Ready=False: the identity the
+	// release's objects are written as may not do what the action needs.
+	// The message names each missing verb, resource and namespace. Found
+	// before the action (SubjectAccessReviews of the rendered manifest: no
+	// Helm action ran and no revision was stored), or from a "forbidden"
+	// answer of the API server during one. Retried with the backoff, since
+	// permissions can be granted at any time.
+	ReasonPermissionDenied = "PermissionDenied"
+	// ReasonServiceAccountNotFound: the ServiceAccount the release's objects
+	// are written as (annotation helmapp.io/service-account, the watch's
+	// serviceAccount or --default-service-account) does not exist. Retried,
+	// since it may be created.
+	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
 
 	// Stalled=True: the chart rejects the values or does not render.
 	ReasonInvalidValues    = "InvalidValues"
@@ -85,6 +99,11 @@ const (
 	// ReasonInvalidAnnotation: Stalled=True, an annotation the operator reads
 	// has a value it cannot parse.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonServiceAccountRequired: Stalled=True, the operator runs with
+	// --require-service-account and the resource names no ServiceAccount
+	// (annotation helmapp.io/service-account) and its watch sets none
+	// (serviceAccount, --default-service-account); nothing is done.
+	ReasonServiceAccountRequired = "ServiceAccountRequired"
 	// ReasonNotStalled: Stalled=False.
 	ReasonNotStalled = "NotStalled"
 

@@ -10,6 +10,9 @@ import (
 const (
 	pausedAnnotation = "helmapp.io/paused"
 	retryAnnotation  = "helmapp.io/retry"
+	// serviceAccountAnnotation names the ServiceAccount a resource's
+	// release acts as (release.AnnotationServiceAccount).
+	serviceAccountAnnotation = "helmapp.io/service-account"
 )
 
 // Failures is the count of consecutive failures after the reconcile o. A

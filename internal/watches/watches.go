@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -49,6 +50,11 @@ type Watch struct {
 	// releases (install, upgrade, rollback, uninstall, each hook included)
 	// and is the age after which a pending release lock is stale.
 	Timeout *metav1.Duration
+	// ServiceAccount, our extension, names the ServiceAccount, in each
+	// resource's own namespace, that every Helm action of the watch's
+	// releases acts as (impersonated); empty means the manager's
+	// --default-service-account, or the operator's own identity.
+	ServiceAccount string
 }
 
 // Remediation settings of a watch entry.
@@ -79,6 +85,7 @@ type entry struct {
 	UninstallWait           *bool                 `json:"uninstallWait,omitempty"`
 	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
+	ServiceAccount          *string               `json:"serviceAccount,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -135,6 +142,9 @@ func parse(raw []byte) ([]Watch, error) {
 			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
 			MaxRetries:         e.MaxRetries,
 			Timeout:            e.Timeout}
+		if e.ServiceAccount != nil {
+			out[i].ServiceAccount = *e.ServiceAccount
+		}
 	}
 	return out, nil
 }
@@ -176,6 +186,11 @@ func validate(e entry) error {
 	}
 	if err := oneOf(name, "installRemediation", e.InstallRemediation, InstallRemediationNone, InstallRemediationUninstall); err != nil {
 		return err
+	}
+	if e.ServiceAccount != nil {
+		if errs := validation.IsDNS1123Subdomain(*e.ServiceAccount); len(errs) > 0 {
+			return fmt.Errorf("%s: field serviceAccount must name a ServiceAccount, got %q: %s", name, *e.ServiceAccount, errs[0])
+		}
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -254,7 +269,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

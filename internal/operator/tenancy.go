@@ -1,0 +1,230 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/watches"
+)
+
+// How long an answer of the API server's authorizers is reused. A grant is
+// remembered a minute (a permission revoked meanwhile makes the action fail
+// with the API server's own denial, which is reported as PermissionDenied
+// too); a denial only a few seconds, so that a permission granted is seen
+// by the next retry.
+const (
+	allowedTTL = time.Minute
+	deniedTTL  = 3 * time.Second
+)
+
+// identities gives each watched kind its identity policy (the watch's
+// serviceAccount, else --default-service-account, and
+// --require-service-account) and builds what acts as each identity: the
+// REST configuration of its Helm actions and the client of its re-applies.
+type identities struct {
+	base     *rest.Config
+	scheme   *runtime.Scheme
+	mapper   meta.RESTMapper
+	policies map[schema.GroupVersionKind]release.IdentityPolicy
+
+	mu      sync.Mutex
+	writers map[string]client.Client
+}
+
+func newIdentities(base *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, c Config, ws []watches.Watch) *identities {
+	ids := &identities{base: base, scheme: scheme, mapper: mapper,
+		policies: map[schema.GroupVersionKind]release.IdentityPolicy{}, writers: map[string]client.Client{}}
+	for _, w := range ws {
+		ids.policies[w.GroupVersionKind] = policyOf(w, c)
+	}
+	return ids
+}
+
+// policyOf is the identity policy of the resources of w.
+func policyOf(w watches.Watch, c Config) release.IdentityPolicy {
+	p := release.IdentityPolicy{Require: c.RequireServiceAccount}
+	switch {
+	case w.ServiceAccount != "":
+		p.ServiceAccount, p.Source = w.ServiceAccount, release.SourceWatch
+	case c.DefaultServiceAccount != "":
+		p.ServiceAccount, p.Source = c.DefaultServiceAccount, release.SourceFlag
+	}
+	return p
+}
+
+// restConfig is the REST configuration of obj's Helm actions (not of their
+// storage, which stays the operator's): the operator's own, impersonating
+// the ServiceAccount obj's identity names. A resource that has none, with
+// --require-service-account, gets the operator's own configuration here:
+// the reconciler refuses to act for it (ServiceAccountRequired) and only
+// reads Helm's storage.
+func (ids *identities) restConfig(_ context.Context, obj client.Object, base *rest.Config) (*rest.Config, error) {
+	cfg := rest.CopyConfig(base)
+	id, err := ids.policies[obj.GetObjectKind().GroupVersionKind()].For(obj)
+	if err != nil || !id.Impersonated() {
+		return cfg, nil
+	}
+	impersonate(cfg, id)
+	return cfg, nil
+}
+
+// impersonate makes cfg act as id. Only the user is named: the API server
+// gives an impersonated ServiceAccount the groups its tokens carry, and the
+// operator needs no right to impersonate groups.
+func impersonate(cfg *rest.Config, id release.Identity) {
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: id.UserName()}
+}
+
+// writer returns the client that writes the objects a re-apply restores as
+// id; one per ServiceAccount, built once.
+func (ids *identities) writer(id release.Identity) (client.Client, error) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if c, ok := ids.writers[id.UserName()]; ok {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(ids.base)
+	impersonate(cfg, id)
+	c, err := client.New(cfg, client.Options{Scheme: ids.scheme, Mapper: ids.mapper})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client of %s: %w", id, err)
+	}
+	ids.writers[id.UserName()] = c
+	return c, nil
+}
+
+// accessReviewer asks the API server, with a SelfSubjectAccessReview made
+// as the identity itself (impersonated, or the operator), whether it may do
+// what an action needs: every authorizer the API server runs answers, RBAC
+// and webhooks alike, and the operator needs no right to review others.
+// Answers are cached per identity for a short time, and concurrent
+// questions share one request, so a burst of installs in a namespace makes
+// one review per (identity, verb, resource, namespace).
+type accessReviewer struct {
+	base       *rest.Config
+	httpClient *http.Client
+	now        func() time.Time
+
+	mu      sync.Mutex
+	clients map[string]authzclient.SelfSubjectAccessReviewInterface
+	answers map[accessKey]answer
+	flight  singleflight.Group
+}
+
+type accessKey struct {
+	user string
+	perm release.Permission
+}
+
+type answer struct {
+	allowed bool
+	until   time.Time
+}
+
+func newAccessReviewer(base *rest.Config, httpClient *http.Client, now func() time.Time) *accessReviewer {
+	return &accessReviewer{base: base, httpClient: httpClient, now: now,
+		clients: map[string]authzclient.SelfSubjectAccessReviewInterface{}, answers: map[accessKey]answer{}}
+}
+
+// Review implements release.Reviewer.
+func (a *accessReviewer) Review(ctx context.Context, id release.Identity, perms []release.Permission) ([]bool, error) {
+	out := make([]bool, len(perms))
+	for i, p := range perms {
+		ok, err := a.review(ctx, id, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ok
+	}
+	return out, nil
+}
+
+func (a *accessReviewer) review(ctx context.Context, id release.Identity, p release.Permission) (bool, error) {
+	key := accessKey{user: id.UserName(), perm: p}
+	a.mu.Lock()
+	ans, ok := a.answers[key]
+	a.mu.Unlock()
+	if ok && a.now().Before(ans.until) {
+		return ans.allowed, nil
+	}
+	v, err, _ := a.flight.Do(fmt.Sprintf("%s|%s|%s|%s|%s", key.user, p.Verb, p.Group, p.Resource, p.Namespace), func() (any, error) {
+		c, err := a.client(id)
+		if err != nil {
+			return false, err
+		}
+		r, err := c.Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("asking whether %s may %s: %w", id, p.What(), err)
+		}
+		ttl := deniedTTL
+		if r.Status.Allowed {
+			ttl = allowedTTL
+		}
+		a.remember(key, answer{allowed: r.Status.Allowed, until: a.now().Add(ttl)})
+		return r.Status.Allowed, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return v.(bool), nil
+}
+
+// maxAnswers bounds the cache of answers; past it, expired answers are
+// dropped.
+const maxAnswers = 4096
+
+func (a *accessReviewer) remember(key accessKey, ans answer) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.answers) >= maxAnswers {
+		now := a.now()
+		for k, v := range a.answers {
+			if !now.Before(v.until) {
+				delete(a.answers, k)
+			}
+		}
+	}
+	a.answers[key] = ans
+}
+
+// client returns the SelfSubjectAccessReview client of id, built once.
+func (a *accessReviewer) client(id release.Identity) (authzclient.SelfSubjectAccessReviewInterface, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.clients[id.UserName()]; ok {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(a.base)
+	hc := a.httpClient
+	if id.Impersonated() {
+		impersonate(cfg, id)
+		var err error
+		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, err
+		}
+	}
+	cs, err := authzclient.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	c := cs.SelfSubjectAccessReviews()
+	a.clients[id.UserName()] = c
+	return c, nil
+}
