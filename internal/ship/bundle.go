@@ -190,4 +190,3 @@ func oneLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
-

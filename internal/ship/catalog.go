@@ -150,6 +150,11 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 	if err != nil {
 		return nil, err
 	}
+	// opm serve opens its cache read-write (it takes a lock file in it), so
+	// the USER owns it.
+	for i := range cacheFiles {
+		cacheFiles[i].UID, cacheFiles[i].GID = UID, UID
+	}
 	version, err := OPMVersion(opts.Root)
 	if err != nil {
 		return nil, err
@@ -164,7 +169,9 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 		LabelTitle:       "helm-app-operator-catalog",
 		LabelDescription: "The file-based catalog of helm-app-operator, served by opm " + version + ".",
 	}
-	base := append(img.Passwd(UID, UserName, HomeDir), img.Dir(HomeDir, 0o755, UID, UID), img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0))
+	base := append(img.Passwd(UID, UserName, HomeDir), img.Dir(HomeDir, 0o755, UID, UID), img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0),
+		// opm writes a default one when there is none (and warns when it cannot).
+		img.File{Path: "/etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")})
 	var images []v1.Image
 	for _, p := range opts.Platforms {
 		bin, err := OPM(ctx, opts.Root, p, opts.Go)
@@ -179,7 +186,7 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 			Platform: p,
 			Created:  src.Time,
 			Layers: []img.LayerSpec{
-				{CreatedBy: "helm-app-operator: /etc/passwd (uid 65532), HOME, /tmp", Files: base},
+				{CreatedBy: "helm-app-operator: /etc/passwd (uid 65532), /etc/nsswitch.conf, HOME, /tmp", Files: base},
 				{CreatedBy: "helm-app-operator: opm " + version + " (operator-registry cmd/opm, CGO_ENABLED=0)", Files: []img.File{{Path: OPMPath, Mode: 0o755, Data: opm}}},
 				{CreatedBy: "helm-app-operator: the file-based catalog", Files: configFiles},
 				{CreatedBy: "helm-app-operator: opm serve --cache-only", Files: cacheFiles},
