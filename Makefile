@@ -40,7 +40,8 @@ controlplane: ## Build (once) and cache the local control plane binaries; prints
 	hack/controlplane-bins.sh --full
 
 .PHONY: test
-test: ## Run go vet, check generated files, and run every test against a real local control plane.
+test: ## Run go vet, check generated files and tracked files, and run every test against a real local control plane.
+	hack/check-tracked.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^tools/'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go' | grep -v '^tools/'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run ./hack/gencrd --watches watches.yaml --out config/crd/bases --check
