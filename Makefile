@@ -103,7 +103,7 @@ SHIP = $(GO) run ./hack/ship
 SHIP_COMMON = --platforms "$(PLATFORMS)" --version $(VERSION) --source "$(SOURCE_URL)" --licenses "$(LICENSES)"
 # RELATED_IMAGE_<NAME>=<image> on the command line (or in the environment)
 # overrides an operand image of config/manager in the pushed bundle.
-RELATED_IMAGE_FLAGS = $(foreach v,$(sort $(filter RELATED_IMAGE_%,$(.VARIABLES))),--related-image "$(v)=$($(v))")
+SHIP_RELATED_IMAGES = $(foreach v,$(sort $(filter RELATED_IMAGE_%,$(.VARIABLES))),--related-image "$(v)=$($(v))")
 
 .PHONY: image-build
 image-build: ## Build the operator image (an OCI index of PLATFORMS) into the OCI layout bin/image/operator.
@@ -187,7 +187,7 @@ bundle-build: bundle-push ## Alias of bundle-push (no container engine needed).
 bundle-push: image-push ## Push IMG, then the bundle image BUNDLE_IMG with every image pinned to a digest (RELATED_IMAGE_*, IMAGE_DIGESTS, STRICT_DIGESTS=1); prints its digest.
 	$(SHIP) bundle --image $(IMG) --bundle-image $(BUNDLE_IMG) --version $(VERSION) --channels $(CHANNELS) --default-channel "$(DEFAULT_CHANNEL)" \
 		--openshift-versions "$(OPENSHIFT_VERSIONS)" --k8s-version $(BUNDLE_K8S_VERSION) --replaces "$(REPLACES)" --skip-range "$(SKIP_RANGE)" \
-		--image-digests "$(IMAGE_DIGESTS)" $(RELATED_IMAGE_FLAGS) $(if $(filter 1 true,$(STRICT_DIGESTS)),--strict)
+		--image-digests "$(IMAGE_DIGESTS)" $(SHIP_RELATED_IMAGES) $(if $(filter 1 true,$(STRICT_DIGESTS)),--strict)
 
 .PHONY: catalog-push
 catalog-push: ## Render the catalog from the pushed BUNDLE_IMG and push the catalog image CATALOG_IMG (opm serve, PLATFORMS); prints its digest.

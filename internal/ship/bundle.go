@@ -86,7 +86,7 @@ func PushBundle(ctx context.Context, opts BundleOptions) (*BundleResult, error) 
 		given[full] = v
 	}
 	digests := map[string]string{}
-	var unpinned []string
+	var unpinned, unresolved []string
 	for _, ri := range csv.Spec.RelatedImages {
 		if isDigest(ri.Image) {
 			continue
@@ -97,14 +97,17 @@ func PushBundle(ctx context.Context, opts BundleOptions) (*BundleResult, error) 
 		}
 		d, err := img.Resolve(ctx, ri.Image)
 		if err != nil {
-			if opts.Strict {
-				return nil, fmt.Errorf("STRICT_DIGESTS: the image %s (%s) resolves to no digest: %v", ri.Image, ri.Name, oneLine(err))
-			}
-			fmt.Fprintf(opts.Warnings, "warning: the image %s (%s) resolves to no digest, it stays a tag and the bundle is not disconnected-ready: %v\n", ri.Image, ri.Name, oneLine(err))
+			unresolved = append(unresolved, fmt.Sprintf("%s (%s): %v", ri.Image, ri.Name, oneLine(err)))
 			unpinned = append(unpinned, ri.Image)
 			continue
 		}
 		digests[ri.Image] = d.DigestStr()
+	}
+	if len(unresolved) > 0 && opts.Strict {
+		return nil, fmt.Errorf("STRICT_DIGESTS: %d image(s) resolve to no digest (give them in IMAGE_DIGESTS, or push them): %s", len(unresolved), strings.Join(unresolved, "; "))
+	}
+	for _, u := range unresolved {
+		fmt.Fprintf(opts.Warnings, "warning: the image %s resolves to no digest: it stays a tag and the bundle is not disconnected-ready\n", u)
 	}
 
 	final := opts.Bundle
