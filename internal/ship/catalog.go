@@ -150,10 +150,12 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 	if err != nil {
 		return nil, err
 	}
-	// opm serve opens its cache read-write (it takes a lock file in it), so
-	// the USER owns it.
+	// opm serve opens its cache read-write (it takes a lock file in it): the
+	// USER owns it, and group 0 may write it too, for OpenShift's arbitrary
+	// UIDs (which run in group 0).
 	for i := range cacheFiles {
-		cacheFiles[i].UID, cacheFiles[i].GID = UID, UID
+		cacheFiles[i].UID, cacheFiles[i].GID = UID, 0
+		cacheFiles[i].Mode |= 0o020
 	}
 	version, err := OPMVersion(opts.Root)
 	if err != nil {
@@ -169,7 +171,7 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 		LabelTitle:       "helm-app-operator-catalog",
 		LabelDescription: "The file-based catalog of helm-app-operator, served by opm " + version + ".",
 	}
-	base := append(img.Passwd(UID, UserName, HomeDir), img.Dir(HomeDir, 0o755, UID, UID), img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0),
+	base := append(img.Passwd(UID, UserName, HomeDir), img.Dir(HomeDir, 0o775, UID, 0), img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0),
 		// opm writes a default one when there is none (and warns when it cannot).
 		img.File{Path: "/etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")})
 	var images []v1.Image

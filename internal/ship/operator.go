@@ -80,7 +80,9 @@ func BuildOperator(ctx context.Context, opts OperatorOptions) (v1.ImageIndex, er
 		LabelDescription: "Turns custom resources into Helm releases and reports the truth about them in their status.",
 	}
 	base := append(img.Passwd(UID, UserName, HomeDir),
-		img.Dir(HomeDir, 0o755, UID, UID),
+		// Group 0 may write HOME too: OpenShift runs the image as an
+		// arbitrary UID in group 0.
+		img.Dir(HomeDir, 0o775, UID, 0),
 		img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0))
 	app := append([]img.File{
 		img.Dir(WorkDir, 0o755, 0, 0),
