@@ -2,6 +2,7 @@ package ship_test
 
 import (
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,8 +123,19 @@ func checkOperatorFS(t *testing.T, root string) {
 			t.Errorf("/%s (owner %d, mode %s) is not writable by uid 65532", d, st, fi.Mode())
 		}
 	}
-	if out := run(t, "file", filepath.Join(root, "manager")); !strings.Contains(out, "statically linked") {
-		t.Errorf("the manager is not static: %s", out)
+	// Static: an ELF with no program interpreter (no dynamic loader to find).
+	f, err := elf.Open(filepath.Join(root, "manager"))
+	if err != nil {
+		t.Fatalf("the manager is not an ELF binary: %v", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the manager is dynamically linked (it has a PT_INTERP program header)")
+		}
+	}
+	if f.Machine != elf.EM_X86_64 {
+		t.Errorf("the linux/amd64 manager is for %s", f.Machine)
 	}
 }
 
