@@ -1,3 +1,6 @@
+# For Docker users' habits only: `make image-build` / `make image-push` build the
+# same layout (manager, watches.yaml, helm-charts/, USER 65532) for four platforms
+# without any container engine or base image (hack/ship; README "Ship it").
 # Build the manager binary
 FROM golang:1.26 AS builder
 ARG TARGETOS

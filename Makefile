@@ -40,7 +40,8 @@ controlplane: ## Build (once) and cache the local control plane binaries; prints
 	hack/controlplane-bins.sh --full
 
 .PHONY: test
-test: ## Run go vet, check generated files, and run every test against a real local control plane.
+test: ## Run go vet, check generated files and tracked files, and run every test against a real local control plane.
+	hack/check-tracked.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^tools/'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go' | grep -v '^tools/'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run ./hack/gencrd --watches watches.yaml --out config/crd/bases --check
@@ -87,13 +88,36 @@ build: ## Build the manager binary into bin/.
 run: ## Run the operator on this machine against the cluster of the current kubeconfig.
 	$(GO) run . --watches-file=watches.yaml
 
+# Images are built in pure Go (hack/ship, go-containerregistry): no Docker,
+# Podman or base image is needed, only Go. Pushes authenticate with
+# ~/.docker/config.json. `go run ./hack/registry` serves a registry on
+# 127.0.0.1:5000 to try them.
+PLATFORMS ?= linux/amd64,linux/arm64,linux/ppc64le,linux/s390x
+SOURCE_URL ?= https://github.com/helmapp/helm-app-operator
+LICENSES ?= Apache-2.0
+CATALOG_IMG ?= quay.io/helmapp/helm-app-operator-catalog:v$(VERSION)
+# 1: an operand image (RELATED_IMAGE_*) that resolves to no digest fails
+# bundle-push instead of staying a tag.
+STRICT_DIGESTS ?=
+SHIP = $(GO) run ./hack/ship
+SHIP_COMMON = --platforms "$(PLATFORMS)" --version $(VERSION) --source "$(SOURCE_URL)" --licenses "$(LICENSES)"
+# RELATED_IMAGE_<NAME>=<image> on the command line (or in the environment)
+# overrides an operand image of config/manager in the pushed bundle.
+SHIP_RELATED_IMAGES = $(foreach v,$(sort $(filter RELATED_IMAGE_%,$(.VARIABLES))),--related-image "$(v)=$($(v))")
+
+.PHONY: image-build
+image-build: ## Build the operator image (an OCI index of PLATFORMS) into the OCI layout bin/image/operator.
+	$(SHIP) operator --image $(IMG) $(SHIP_COMMON) --layout bin/image/operator
+
+.PHONY: image-push
+image-push: ## Build the operator image and push it to IMG; prints its digest.
+	$(SHIP) operator --image $(IMG) $(SHIP_COMMON) --layout bin/image/operator --push
+
 .PHONY: docker-build
-docker-build: ## Build the operator image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: image-build ## Alias of image-build (no container engine needed).
 
 .PHONY: docker-push
-docker-push: ## Push the operator image.
-	docker push $(IMG)
+docker-push: image-push ## Alias of image-push (no container engine needed).
 
 ##@ Deployment (against the current kubeconfig)
 
@@ -157,5 +181,14 @@ catalog: ## Render a file-based catalog (package, channels, bundles) of CATALOG_
 	$(GO) run ./hack/gencatalog --bundles "$(CATALOG_BUNDLES)" --out $(CATALOG_DIR) --image-template '$(BUNDLE_IMG_TEMPLATE)'
 
 .PHONY: bundle-build
-bundle-build: ## Build the bundle image BUNDLE_IMG (needs a Docker engine).
-	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+bundle-build: bundle-push ## Alias of bundle-push (no container engine needed).
+
+.PHONY: bundle-push
+bundle-push: image-push ## Push IMG, then the bundle image BUNDLE_IMG with every image pinned to a digest (RELATED_IMAGE_*, IMAGE_DIGESTS, STRICT_DIGESTS=1); prints its digest.
+	$(SHIP) bundle --image $(IMG) --bundle-image $(BUNDLE_IMG) --version $(VERSION) --channels $(CHANNELS) --default-channel "$(DEFAULT_CHANNEL)" \
+		--openshift-versions "$(OPENSHIFT_VERSIONS)" --k8s-version $(BUNDLE_K8S_VERSION) --replaces "$(REPLACES)" --skip-range "$(SKIP_RANGE)" \
+		--image-digests "$(IMAGE_DIGESTS)" $(SHIP_RELATED_IMAGES) $(if $(filter 1 true,$(STRICT_DIGESTS)),--strict)
+
+.PHONY: catalog-push
+catalog-push: ## Render the catalog from the pushed BUNDLE_IMG and push the catalog image CATALOG_IMG (opm serve, PLATFORMS); prints its digest.
+	$(SHIP) catalog --bundle-image $(BUNDLE_IMG) --catalog-image $(CATALOG_IMG) $(SHIP_COMMON)

@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 	if err != nil {
 		return nil, err
 	}
+	pins.keepUnpinned = in.opts.KeepUnpinned
 	if csv.Annotations["containerImage"], err = pins.pin(in.opts.Image); err != nil {
 		return nil, fmt.Errorf("the manager's image: %w", err)
 	}
@@ -90,6 +92,7 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 	csv.Annotations["alm-examples"] = string(alm)
 
 	var specs []v1alpha1.StrategyDeploymentSpec
+	overridden := map[string]bool{}
 	for _, u := range in.deployments {
 		var d appsv1.Deployment
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
@@ -98,10 +101,16 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 		if err := checkWatchNamespace(&d, csv.Spec.InstallModes); err != nil {
 			return nil, err
 		}
+		overrideRelatedImages(&d, in.opts.RelatedImages, overridden)
 		if err := pinDeployment(&d, pins); err != nil {
 			return nil, err
 		}
 		specs = append(specs, v1alpha1.StrategyDeploymentSpec{Name: d.Name, Label: d.Labels, Spec: d.Spec})
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.opts.RelatedImages)) {
+		if !overridden[name] {
+			return nil, fmt.Errorf("%s is not a variable of the manager's Deployment: only the %s* variables config/manager sets can be overridden", name, relatedImagePrefix)
+		}
 	}
 	csv.Spec.InstallStrategy = v1alpha1.NamedInstallStrategy{
 		StrategyName: v1alpha1.InstallStrategyNameDeployment,

@@ -74,6 +74,13 @@ type Options struct {
 	// relatedImages) must have an entry, and becomes name@digest; the CSV's
 	// disconnected feature annotation is true exactly when all are digests.
 	ImageDigests map[string]string
+	// KeepUnpinned lets an image that ImageDigests lacks keep its tag
+	// instead of failing (the disconnected annotation is then false).
+	KeepUnpinned bool
+	// RelatedImages overrides the values of the manager's RELATED_IMAGE_*
+	// variables (by variable name) before pinning; a name the Deployment
+	// does not have is an error.
+	RelatedImages map[string]string
 }
 
 // Files is a generated bundle: file contents by path relative to Root

@@ -62,6 +62,8 @@ func ReadDigests(path string) (map[string]string, error) {
 type pinner struct {
 	digests map[string]digest.Digest // by fully qualified image
 	used    map[string]bool
+	// keepUnpinned: an image the map lacks keeps its tag.
+	keepUnpinned bool
 }
 
 func newPinner(m map[string]string) (*pinner, error) {
@@ -104,6 +106,9 @@ func (p *pinner) pin(image string) (string, error) {
 		return full, nil
 	}
 	d, ok := p.digests[full]
+	if !ok && p.keepUnpinned {
+		return full, nil
+	}
 	if !ok {
 		return "", fmt.Errorf("image %s has no digest in the image digests", full)
 	}
@@ -126,6 +131,22 @@ func (p *pinner) unused() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// overrideRelatedImages sets the RELATED_IMAGE_* variables of d's
+// containers that overrides name (by variable name) and records which it set.
+func overrideRelatedImages(d *appsv1.Deployment, overrides map[string]string, set map[string]bool) {
+	for _, cs := range [][]corev1.Container{d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers} {
+		for i := range cs {
+			for j := range cs[i].Env {
+				e := &cs[i].Env[j]
+				if v, ok := overrides[e.Name]; ok && strings.HasPrefix(e.Name, relatedImagePrefix) {
+					e.Value, e.ValueFrom = v, nil
+					set[e.Name] = true
+				}
+			}
+		}
+	}
 }
 
 // pinDeployment rewrites the images of d's containers and their

@@ -41,6 +41,10 @@ type Options struct {
 	// ImageTemplate is the bundle image, a text/template over .Package,
 	// .Name (the CSV's) and .Version.
 	ImageTemplate string
+	// Images, when set, name each bundle's image (one per bundle, in order)
+	// instead of ImageTemplate: for bundles unpacked from pushed images,
+	// named by digest.
+	Images []string
 }
 
 // Render renders the bundles into one declarative config; see the package
@@ -49,6 +53,9 @@ type Options struct {
 func Render(ctx context.Context, opts Options) (*declcfg.DeclarativeConfig, error) {
 	if len(opts.Bundles) == 0 {
 		return nil, errors.New("no bundle to render")
+	}
+	if opts.Images != nil && len(opts.Images) != len(opts.Bundles) {
+		return nil, fmt.Errorf("%d bundle images for %d bundles", len(opts.Images), len(opts.Bundles))
 	}
 	if opts.ImageTemplate == "" {
 		opts.ImageTemplate = DefaultImageTemplate
@@ -66,7 +73,7 @@ func Render(ctx context.Context, opts Options) (*declcfg.DeclarativeConfig, erro
 		channels = map[string]*declcfg.Channel{}
 		order    []string
 	)
-	for _, dir := range opts.Bundles {
+	for i, dir := range opts.Bundles {
 		csv, err := bundle.ReadBundleCSV(dir)
 		if err != nil {
 			return nil, err
@@ -91,7 +98,11 @@ func Render(ctx context.Context, opts Options) (*declcfg.DeclarativeConfig, erro
 		if err := tmpl.Execute(&img, struct{ Package, Name, Version string }{p, csv.Name, csv.Spec.Version.String()}); err != nil {
 			return nil, fmt.Errorf("bundle image template: %w", err)
 		}
-		b, err := renderBundle(dir, img.String())
+		ref := img.String()
+		if opts.Images != nil {
+			ref = opts.Images[i]
+		}
+		b, err := renderBundle(dir, ref)
 		if err != nil {
 			return nil, err
 		}

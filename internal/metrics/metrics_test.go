@@ -189,16 +189,8 @@ func scrape(url, token string) (int, string) {
 
 func setReplicas(t *testing.T, c client.Client, ns, name string, n int64) {
 	t.Helper()
-	u, err := tu.Get(t, c, tu.NginxGVK, ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedField(u.Object, n, "spec", "replicaCount"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Update(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
+	// A patch: the operator writes the resource too.
+	tu.PatchSpec(t, c, tu.NginxGVK, ns, name, map[string]any{"replicaCount": n})
 }
 
 // waitDenied waits until the API server enforces the policy against big Deployments in ns.

@@ -82,13 +82,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	// Upgrade when the spec changes.
-	u, _ = tu.Get(t, c, tu.NginxGVK, ns, "web")
-	if err := unstructured.SetNestedField(u.Object, int64(3), "spec", "replicaCount"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Update(ctx, u); err != nil {
-		t.Fatal(err)
-	}
+	tu.PatchSpec(t, c, tu.NginxGVK, ns, "web", map[string]any{"replicaCount": int64(3)})
 	u = tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	if rev, _, _ := unstructured.NestedInt64(u.Object, "status", "deployedRelease", "revision"); rev != 2 {
 		t.Errorf("deployedRelease.revision after upgrade = %d, want 2", rev)

@@ -10,7 +10,6 @@ import (
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
@@ -49,16 +48,9 @@ func TestRequestsPerAction(t *testing.T) {
 		t.Errorf("install: %d lists of Helm's storage, want 2 (the reconcile's observation and the read-back):\n%s", got, install)
 	}
 
-	u, err := tu.Get(t, c, tu.EchoGVK, ns, "echo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedField(u.Object, "two", "spec", "message"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Update(ctx, u); err != nil {
-		t.Fatal(err)
-	}
+	// A patch: the operator writes the resource too (status, finalizer), so
+	// a Get then Update could conflict with it.
+	tu.PatchSpec(t, c, tu.EchoGVK, ns, "echo", map[string]any{"message": "two"})
 	tu.WaitForCondition(t, c, tu.EchoGVK, ns, "echo", status.TypeDeployed, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	upgrade := log.reconcileWriting(t, ns, "echo", 2)
 	if got := upgrade.count(isVersionProbe); got != 0 {

@@ -6,6 +6,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -361,4 +363,20 @@ func FreeAddress(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// PatchSpec sets fields of the resource's spec with a JSON merge patch, as a
+// user's `kubectl patch --type=merge` would. Unlike a Get then Update, it
+// cannot fail with a conflict when the operator writes the resource (its
+// status, its finalizer) in between.
+func PatchSpec(t testing.TB, c client.Client, gvk schema.GroupVersionKind, ns, name string, spec map[string]any) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := NewCR(gvk, ns, name, nil)
+	if err := c.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("patching the spec of %s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
 }
