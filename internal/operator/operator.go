@@ -98,6 +98,9 @@ type Config struct {
 	WrapStorage func(driver.Driver) driver.Driver
 }
 
+// The dependents package implements Helm's post-renderer without importing Helm.
+var _ postrender.PostRenderer = dependents.Labeler{}
+
 // DefaultLeaderElectionID is the Lease name used when none is given.
 const DefaultLeaderElectionID = "helm-app-operator.helmapp.io"
 

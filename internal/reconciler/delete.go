@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	helmrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -224,10 +223,11 @@ func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured,
 	var metas []*metav1.PartialObjectMetadata
 	seen := map[readiness.ObjectRef]bool{}
 	var manifests []string
-	for _, rel := range []*helmrelease.Release{st.Deployed, st.Latest} {
-		if rel != nil {
-			manifests = append(manifests, rel.Manifest)
-		}
+	if st.Deployed != nil {
+		manifests = append(manifests, st.Deployed.Manifest)
+	}
+	if st.Latest != nil {
+		manifests = append(manifests, st.Latest.Manifest)
 	}
 	for _, manifest := range manifests {
 		refs, err := readiness.ObjectsFromManifest(manifest, obj.GetNamespace(), r.opts.RESTMapper)

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"helm.sh/helm/v3/pkg/chart"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,11 +45,11 @@ type Options struct {
 	// GVK is the watched kind.
 	GVK schema.GroupVersionKind
 	// Chart is the chart every resource of the kind is released from.
-	Chart *chart.Chart
+	Chart *release.Chart
 	// OverrideValues are set on top of each resource's spec (watches.yaml overrideValues).
 	OverrideValues map[string]string
 	// ActionClientGetter gives the Helm action client of a resource.
-	ActionClientGetter helmclient.ActionClientGetter
+	ActionClientGetter release.ClientGetter
 	// Recorder emits the events of the status contract.
 	Recorder events.EventRecorder
 	// ReconcilePeriod re-runs a settled resource's reconcile to correct drift; 0 disables it.
