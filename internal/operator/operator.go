@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -91,7 +92,7 @@ type Config struct {
 	WrapReader func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
-	// WrapStorage wraps Helm's release storage driver (Secrets). The memo of
+	// WrapStorage wraps the release storage driver (storage.go). The memo of
 	// each action configuration (memoDriver) wraps what it returns, so every
 	// list that reaches the server passes through it, and a list it fails is
 	// never remembered.
@@ -184,18 +185,12 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		return nil, err
 	}
 
-	var acgOpts []helmclient.ActionConfigGetterOption
-	if c.WrapStorage != nil {
-		secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
-		acgOpts = append(acgOpts, helmclient.StorageDriverMapper(
-			func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
-				d, err := secrets(ctx, obj, cfg)
-				if err != nil {
-					return nil, err
-				}
-				return c.WrapStorage(d), nil
-			}))
+	// Each kind's releases are stored as its watch says (storage.go).
+	chunked := map[schema.GroupVersionKind]bool{}
+	for _, w := range ws {
+		chunked[w.GroupVersionKind] = w.Storage == watches.StorageChunked
 	}
+	acgOpts := []helmclient.ActionConfigGetterOption{helmclient.StorageDriverMapper(storageDriver(chunked, c.WrapStorage))}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action config getter: %w", err)

@@ -251,11 +251,13 @@ func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured,
 			metas = append(metas, m)
 		}
 	}
-	// Helm's storage: one Secret per revision, labelled owner=helm, name=<release>.
+	// Helm's storage: one Secret per revision, labelled owner=helm,
+	// name=<release> (or the chunked storage's index Secret; its chunks are
+	// owned by the index).
 	secrets := &metav1.PartialObjectMetadataList{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := r.opts.Reader.List(ctx, secrets, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{"owner": "helm", "name": obj.GetName()}); err != nil {
+		client.MatchingLabelsSelector{Selector: release.RecordsOf(obj.GetName())}); err != nil {
 		return 0, fmt.Errorf("listing the release's storage Secrets: %w", err)
 	}
 	for i := range secrets.Items {

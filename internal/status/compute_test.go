@@ -167,6 +167,19 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a revision too large for a Secret stalls the resource, the deployed revision stays",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade,
+			Err: &Failure{Reason: ReasonReleaseTooLarge, Action: ActionUpgrade, StalledReason: ReasonReleaseTooLarge,
+				Message: "Upgrade of release web to revision 2 failed: revision 2 is 1500000 bytes encoded, over the 1048576 bytes of a Secret; set storage: chunked"}},
+		want: want{TypeReady: "False/ReleaseTooLarge", TypeStalled: "True/ReleaseTooLarge", TypeReconciling: "False/Stalled",
+			TypeReleaseFailed: "True/ReleaseTooLarge", TypeDeployed: "True/InstallSuccessful", TypeIrreconcilable: "False/NoReconcileError"},
+		check: func(t *testing.T, s Status) {
+			if s.FailedRelease == nil || s.FailedRelease.Reason != ReasonReleaseTooLarge || s.FailedRelease.Revision != 0 || s.DeployedRelease.Revision != 1 {
+				t.Errorf("failed %+v deployed %+v", s.FailedRelease, s.DeployedRelease)
+			}
+		},
+	}, {
 		name: "an unreadable release state does not erase what is deployed",
 		prev: installed,
 		out: Outcome{Generation: 1, Now: now, Initialized: true,

@@ -85,6 +85,11 @@ const (
 	// ReasonInvalidAnnotation: Stalled=True, an annotation the operator reads
 	// has a value it cannot parse.
 	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonReleaseTooLarge: ReleaseFailed=True and Stalled=True, a revision
+	// of the release is too large for the one Secret Helm stores it in (the
+	// API server's 1 MiB); nothing was applied. The watch field
+	// `storage: chunked` stores it in several.
+	ReasonReleaseTooLarge = "ReleaseTooLarge"
 	// ReasonNotStalled: Stalled=False.
 	ReasonNotStalled = "NotStalled"
 

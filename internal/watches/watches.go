@@ -49,7 +49,22 @@ type Watch struct {
 	// releases (install, upgrade, rollback, uninstall, each hook included)
 	// and is the age after which a pending release lock is stale.
 	Timeout *metav1.Duration
+	// Storage, our extension, is where the kind's releases are stored:
+	// StorageSecrets (Helm's driver, one Secret per revision, the default) or
+	// StorageChunked (helm-operator-plugins' chunked driver, for revisions
+	// over the 1 MiB of one Secret).
+	Storage string
 }
+
+// Release storage settings of a watch entry.
+const (
+	// StorageSecrets is Helm's own driver: one Secret per revision, which
+	// every helm CLI reads.
+	StorageSecrets = "secrets"
+	// StorageChunked is helm-operator-plugins' chunked Secrets driver: a
+	// revision is split over Secrets of under 1 MiB each. No helm CLI reads it.
+	StorageChunked = "chunked"
+)
 
 // Remediation settings of a watch entry.
 const (
@@ -79,6 +94,7 @@ type entry struct {
 	UninstallWait           *bool                 `json:"uninstallWait,omitempty"`
 	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
+	Storage                 *string               `json:"storage,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -134,7 +150,8 @@ func parse(raw []byte) ([]Watch, error) {
 			InstallRemediation: orDefault(e.InstallRemediation, InstallRemediationNone),
 			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
 			MaxRetries:         e.MaxRetries,
-			Timeout:            e.Timeout}
+			Timeout:            e.Timeout,
+			Storage:            orDefault(e.Storage, StorageSecrets)}
 	}
 	return out, nil
 }
@@ -175,6 +192,9 @@ func validate(e entry) error {
 		return err
 	}
 	if err := oneOf(name, "installRemediation", e.InstallRemediation, InstallRemediationNone, InstallRemediationUninstall); err != nil {
+		return err
+	}
+	if err := oneOf(name, "storage", e.Storage, StorageSecrets, StorageChunked); err != nil {
 		return err
 	}
 	if e.Selector != nil {
@@ -254,7 +274,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, storage)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
