@@ -281,6 +281,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 				UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
 			},
 			UninstallWait: w.UninstallWait,
+			CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
 			MaxRetries:    w.Retries(),
 			Timeout:       w.ActionTimeout(c.Timeout),
 			ShutdownGrace: c.ShutdownGrace,

@@ -81,6 +81,8 @@ type Options struct {
 	// UninstallWait keeps a deleted resource's finalizer until the objects of
 	// its release are gone (watches.yaml uninstallWait).
 	UninstallWait bool
+	// CRDs is what installs and upgrades do with the chart's crds/ (watches.yaml crds).
+	CRDs release.CRDPolicy
 	// Timeout bounds every Helm action of the kind's releases, each hook
 	// included, and is the age after which a pending lock is stale; 0 means
 	// release.DefaultTimeout. ShutdownGrace is how long a running action may
@@ -402,6 +404,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	result, err := runner.Run(ctx, plan, before, vals)
 	announced()
 	r.driftEvent(obj, runner.Name, result.Drifted)
+	r.crdsEvent(obj, result.Action, result.CRDsApplied)
 	if result.Unlocked != nil {
 		r.unlockedEvent(obj, result.Unlocked)
 	}
@@ -480,5 +483,6 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured)
 		Options: ann.Helm,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
+		CRDs: r.opts.CRDs,
 	}, nil
 }

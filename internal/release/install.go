@@ -34,6 +34,9 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 		}
 		plan = PlanInstall
 	}
+	if _, err := r.applyCRDs(ctx, r.CRDs.forInstall(), status.ActionInstall); err != nil {
+		return err
+	}
 	var err error
 	if plan == PlanRetryInstall {
 		err = r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
@@ -45,6 +48,8 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 		err = r.runInstall(ctx, vals, func(i *action.Install) {
 			// An uninstalled release that kept its history is installed over.
 			i.Replace = true
+			// The chart's crds/ were applied by the watch's policy (crds.go).
+			i.SkipCRDs = true
 			i.Labels = r.labels()
 			r.Options.install(i)
 		})

@@ -62,6 +62,11 @@ type Runner struct {
 	Tenure  *Tenure
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// CRDs is what an install and an upgrade do with the chart's crds/.
+	CRDs CRDPolicy
+
+	// crdsApplied names the CRDs this run created or updated.
+	crdsApplied []string
 }
 
 // Result is what running a plan did.
@@ -80,6 +85,9 @@ type Result struct {
 	Observed bool
 	// Unlocked is the stale lock this run removed before its action, nil for none.
 	Unlocked *Lock
+	// CRDsApplied names the chart's CRDs the run created or updated (the
+	// watch's crds policy), even when the action then failed.
+	CRDsApplied []string
 	// Succeeded is true when the install or upgrade completed and Helm's
 	// storage, when it could be read back, agrees; a failure after it (the
 	// read-back) does not undo it.
@@ -151,6 +159,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	}
 
 	res.Succeeded = err == nil
+	res.CRDsApplied = r.crdsApplied
 	after, obsErr := Observe(r.Client, r.Name)
 	if obsErr != nil {
 		if err != nil {

@@ -27,6 +27,9 @@ func (r *Runner) upgrade(ctx context.Context, before State, vals map[string]any)
 	if err := ValidateValues(r.Chart, vals, summary); err != nil {
 		return withAction(err, status.ReasonUpgradeError, status.ActionUpgrade)
 	}
+	if _, err := r.applyCRDs(ctx, r.CRDs.forUpgrade(), status.ActionUpgrade); err != nil {
+		return err
+	}
 	err := r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
 		u.MaxHistory = r.maxHistory()
 		u.Labels = r.labels()

@@ -180,6 +180,14 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a CRD the API server refuses fails the upgrade before it runs, retried",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade, RetryAfter: time.Second,
+			Err: &Failure{Reason: ReasonCRDApplyError, Action: ActionUpgrade,
+				Message: "Upgrade of release web failed: applying the chart's CRD things.example.com: status.storedVersions[0]: Invalid value"}},
+		want: want{TypeReady: "False/CRDApplyError", TypeReleaseFailed: "True/CRDApplyError", TypeReconciling: "True/Retrying",
+			TypeStalled: "False/NotStalled", TypeDeployed: "True/InstallSuccessful", TypeIrreconcilable: "False/NoReconcileError"},
+	}, {
 		name: "an unreadable release state does not erase what is deployed",
 		prev: installed,
 		out: Outcome{Generation: 1, Now: now, Initialized: true,

@@ -50,6 +50,10 @@ const (
 	ReasonInstallError   = "InstallError"
 	ReasonUpgradeError   = "UpgradeError"
 	ReasonUninstallError = "UninstallError"
+	// ReasonCRDApplyError: the API server refused to create or update one of
+	// the chart's CRDs (watches.yaml crds), before the install or upgrade;
+	// the message names the CRD.
+	ReasonCRDApplyError = "CRDApplyError"
 	// ReasonNoFailure: ReleaseFailed=False before any Helm action was attempted.
 	ReasonNoFailure = "NoFailure"
 

@@ -54,6 +54,24 @@ type Watch struct {
 	// StorageChunked (helm-operator-plugins' chunked driver, for revisions
 	// over the 1 MiB of one Secret).
 	Storage string
+	// CRDInstall and CRDUpgrade, our extension (crds: {install, upgrade}),
+	// are what an install and an upgrade do with the chart's crds/:
+	// CRDInstall Create (default) or Skip; CRDUpgrade Skip (default), Create
+	// or CreateReplace.
+	CRDInstall, CRDUpgrade string
+}
+
+// CRD policies of a watch entry's crds field.
+const (
+	CRDSkip          = "Skip"
+	CRDCreate        = "Create"
+	CRDCreateReplace = "CreateReplace"
+)
+
+// crdsEntry is the crds field of an entry.
+type crdsEntry struct {
+	Install *string `json:"install,omitempty"`
+	Upgrade *string `json:"upgrade,omitempty"`
 }
 
 // Release storage settings of a watch entry.
@@ -95,6 +113,7 @@ type entry struct {
 	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
 	Storage                 *string               `json:"storage,omitempty"`
+	CRDs                    *crdsEntry            `json:"crds,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -152,6 +171,10 @@ func parse(raw []byte) ([]Watch, error) {
 			MaxRetries:         e.MaxRetries,
 			Timeout:            e.Timeout,
 			Storage:            orDefault(e.Storage, StorageSecrets)}
+		out[i].CRDInstall, out[i].CRDUpgrade = CRDCreate, CRDSkip
+		if e.CRDs != nil {
+			out[i].CRDInstall, out[i].CRDUpgrade = orDefault(e.CRDs.Install, CRDCreate), orDefault(e.CRDs.Upgrade, CRDSkip)
+		}
 	}
 	return out, nil
 }
@@ -196,6 +219,14 @@ func validate(e entry) error {
 	}
 	if err := oneOf(name, "storage", e.Storage, StorageSecrets, StorageChunked); err != nil {
 		return err
+	}
+	if e.CRDs != nil {
+		if err := oneOf(name, "crds.install", e.CRDs.Install, CRDCreate, CRDSkip); err != nil {
+			return err
+		}
+		if err := oneOf(name, "crds.upgrade", e.CRDs.Upgrade, CRDSkip, CRDCreate, CRDCreateReplace); err != nil {
+			return err
+		}
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -274,7 +305,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, storage)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, storage, crds)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
