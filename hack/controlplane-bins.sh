@@ -5,8 +5,10 @@
 # Usage: hack/controlplane-bins.sh [--full]
 #
 # Without --full: kube-apiserver, etcd and kubectl (what envtest needs).
-# With --full: also kube-controller-manager, kube-scheduler, kwok and the helm
-# CLI (tests make and read releases with it as a user would).
+# With --full: also kube-controller-manager, kube-scheduler, kwok, the helm
+# CLI (tests make and read releases with it as a user would) and the Helm 4 CLI,
+# linked as helm4 (tests read the operator's releases with it, as a user
+# migrating their CLI would).
 #
 # Only missing binaries are built; when everything is cached this is a no-op.
 # The last line of stdout is an assets directory holding symlinks to the
@@ -18,7 +20,8 @@
 #   <root>/etcd/<version>/etcd
 #   <root>/kwok/<version>/kwok
 #   <root>/helm/<version>/helm
-#   <root>/assets/<core|full>-k8s-<v>-etcd-<v>[-kwok-<v>]/  (symlinks)
+#   <root>/helm4/<version>/helm            (linked as helm4 in the assets dir)
+#   <root>/assets/<core|full>-k8s-<v>-etcd-<v>[-kwok-<v>-helm-<v>-helm4-<v>]/  (symlinks)
 set -euo pipefail
 
 usage() {
@@ -58,30 +61,44 @@ k8s_version="$(module_version "${tools}/k8s/go.mod" k8s.io/kubernetes)"
 etcd_version="$(module_version "${tools}/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 kwok_version="$(module_version "${tools}/kwok/go.mod" sigs.k8s.io/kwok)"
 helm_version="$(module_version "${tools}/helm/go.mod" helm.sh/helm/v3)"
+helm4_version="$(module_version "${tools}/helm4/go.mod" helm.sh/helm/v4)"
 
 k8s_dir="${cache_root}/k8s/${k8s_version}"
 etcd_dir="${cache_root}/etcd/${etcd_version}"
 kwok_dir="${cache_root}/kwok/${kwok_version}"
 helm_dir="${cache_root}/helm/${helm_version}"
+helm4_dir="${cache_root}/helm4/${helm4_version}"
 
 k8s_bins=(kube-apiserver kubectl)
 if [[ "${full}" == true ]]; then
   k8s_bins+=(kube-controller-manager kube-scheduler)
-  assets="${cache_root}/assets/full-k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}"
+  # Keyed by every version it links, so checkouts pinning other versions
+  # never share (and relink) one directory.
+  assets="${cache_root}/assets/full-k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}-helm-${helm_version}-helm4-${helm4_version}"
 else
   assets="${cache_root}/assets/core-k8s-${k8s_version}-etcd-${etcd_version}"
 fi
 
-# wanted lists every binary of this invocation as its cached path.
+# wanted lists every binary of this invocation as its cached path; a path may
+# end in =<name> to be linked into the assets dir under that name instead of
+# its basename (both Helm CLIs are built as "helm").
 wanted=()
 for b in "${k8s_bins[@]}"; do wanted+=("${k8s_dir}/${b}"); done
 wanted+=("${etcd_dir}/etcd")
-if [[ "${full}" == true ]]; then wanted+=("${kwok_dir}/kwok" "${helm_dir}/helm"); fi
+if [[ "${full}" == true ]]; then
+  wanted+=("${kwok_dir}/kwok" "${helm_dir}/helm" "${helm4_dir}/helm=helm4")
+fi
+
+# bin_path <wanted entry>: the cached binary; link_name: its name in assets.
+bin_path() { echo "${1%%=*}"; }
+link_name() {
+  if [[ "$1" == *=* ]]; then echo "${1#*=}"; else basename "$1"; fi
+}
 
 all_present() {
   local p
   for p in "${wanted[@]}"; do
-    [[ -x "${p}" && -x "${assets}/$(basename "${p}")" ]] || return 1
+    [[ -x "$(bin_path "${p}")" && -x "${assets}/$(link_name "${p}")" ]] || return 1
   done
 }
 
@@ -92,7 +109,7 @@ if all_present; then
 fi
 
 mkdir -p "${cache_root}" "${k8s_dir}" "${etcd_dir}" "${assets}"
-if [[ "${full}" == true ]]; then mkdir -p "${kwok_dir}" "${helm_dir}"; fi
+if [[ "${full}" == true ]]; then mkdir -p "${kwok_dir}" "${helm_dir}" "${helm4_dir}"; fi
 
 # One builder at a time; a concurrent caller waits here, then finds the
 # binaries the first one built.
@@ -168,12 +185,15 @@ if [[ "${full}" == true ]]; then
   build "${tools}/kwok" "${kwok_dir}" "" "kwok=."
   # The helm CLI reports its version from a constant of its module.
   build "${tools}/helm" "${helm_dir}" "" "helm=helm.sh/helm/v3/cmd/helm"
+  # Helm 4 from its own module, so its dependencies stay out of every other.
+  build "${tools}/helm4" "${helm4_dir}" "" "helm=helm.sh/helm/v4/cmd/helm"
 fi
 
 for p in "${wanted[@]}"; do
-  link="${assets}/$(basename "${p}")"
-  if [[ "$(readlink "${link}" 2>/dev/null || true)" != "${p}" ]]; then
-    ln -sfn "${p}" "${link}"
+  link="${assets}/$(link_name "${p}")"
+  target="$(bin_path "${p}")"
+  if [[ "$(readlink "${link}" 2>/dev/null || true)" != "${target}" ]]; then
+    ln -sfn "${target}" "${link}"
   fi
 done
 

@@ -23,12 +23,14 @@ const (
 	binScheduler         = "kube-scheduler"
 	binKwok              = "kwok"
 	binHelm              = "helm"
+	// binHelm4 is the Helm 4 CLI, built from its own module beside Helm 3's.
+	binHelm4 = "helm4"
 )
 
 // coreBinaries are what envtest needs; fullBinaries are what Options.Full needs.
 var (
 	coreBinaries = []string{binAPIServer, binEtcd, binKubectl}
-	fullBinaries = []string{binAPIServer, binEtcd, binKubectl, binControllerManager, binScheduler, binKwok, binHelm}
+	fullBinaries = []string{binAPIServer, binEtcd, binKubectl, binControllerManager, binScheduler, binKwok, binHelm, binHelm4}
 )
 
 const (
@@ -52,7 +54,8 @@ func AssetsDir() (string, error) {
 }
 
 // FullAssetsDir is AssetsDir for a full cluster: the directory also contains
-// kube-controller-manager, kube-scheduler, kwok and the helm CLI.
+// kube-controller-manager, kube-scheduler, kwok, the helm CLI and the Helm 4
+// CLI (as helm4).
 func FullAssetsDir() (string, error) {
 	return assetsDir(context.Background(), true)
 }

@@ -228,6 +228,12 @@ func (cp *ControlPlane) Helm(ctx context.Context, args ...string) (string, error
 	return cp.run(ctx, binHelm, args...)
 }
 
+// Helm4 is Helm for the Helm 4 CLI (helm4 in a full cluster's assets), what
+// a user who moved their CLI to Helm 4 runs against the same releases.
+func (cp *ControlPlane) Helm4(ctx context.Context, args ...string) (string, error) {
+	return cp.run(ctx, binHelm4, args...)
+}
+
 func (cp *ControlPlane) run(ctx context.Context, bin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(cp.AssetsDir, bin),
 		append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...)

@@ -14,7 +14,6 @@ import (
 	"io"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/postrender"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,10 +33,10 @@ func Selector() labels.Selector {
 }
 
 // Labeler is a Helm post-renderer that adds ManagedLabel to every object of a
-// rendered manifest (not to pod templates: it changes no selector).
+// rendered manifest (not to pod templates: it changes no selector). It
+// implements Helm's postrender.PostRenderer without importing Helm
+// (internal/operator, which hands it to Helm, asserts it does).
 type Labeler struct{}
-
-var _ postrender.PostRenderer = Labeler{}
 
 // Run labels each object of manifests.
 func (Labeler) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {

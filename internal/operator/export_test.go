@@ -25,3 +25,6 @@ func KubeFactory(kc kube.Interface) kube.Factory {
 	}
 	return nil
 }
+
+// EncodedSize is the size of a revision as Helm's Secrets driver stores it.
+var EncodedSize = encodedSize

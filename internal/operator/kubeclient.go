@@ -11,7 +11,7 @@ import "helm.sh/helm/v3/pkg/kube"
 // error, which the reconcile reports as the action's failure.
 //
 // It embeds the concrete client, so that every optional interface Helm
-// v3.21 type-asserts on cfg.KubeClient (InterfaceExt in hooks and
+// v3.22 type-asserts on cfg.KubeClient (InterfaceExt in hooks and
 // uninstall, InterfaceThreeWayMerge in install, InterfaceLogs in hooks,
 // InterfaceDeletionPropagation in uninstall, InterfaceResources in status)
 // still holds; the assertions below keep it so.

@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,12 +103,15 @@ type Config struct {
 	WrapReader func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
-	// WrapStorage wraps Helm's release storage driver (Secrets). The memo of
+	// WrapStorage wraps the release storage driver (storage.go). The memo of
 	// each action configuration (memoDriver) wraps what it returns, so every
 	// list that reaches the server passes through it, and a list it fails is
 	// never remembered.
 	WrapStorage func(driver.Driver) driver.Driver
 }
+
+// The dependents package implements Helm's post-renderer without importing Helm.
+var _ postrender.PostRenderer = dependents.Labeler{}
 
 // DefaultLeaderElectionID is the Lease name used when none is given.
 const DefaultLeaderElectionID = "helm-app-operator.helmapp.io"
@@ -198,20 +202,17 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 
 	// Helm's actions act as each resource's identity; its storage, the
-	// resources, events and caches stay the operator's (tenancy.go).
+	// resources, events and caches stay the operator's (tenancy.go). Each
+	// kind's releases are stored as its watch says (storage.go).
 	ids := newIdentities(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), c, ws)
 	access := newAccessReviewer(mgr.GetConfig(), mgr.GetHTTPClient(), time.Now)
-	acgOpts := []helmclient.ActionConfigGetterOption{helmclient.ClientRestConfigMapper(ids.restConfig)}
-	if c.WrapStorage != nil {
-		secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
-		acgOpts = append(acgOpts, helmclient.StorageDriverMapper(
-			func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
-				d, err := secrets(ctx, obj, cfg)
-				if err != nil {
-					return nil, err
-				}
-				return c.WrapStorage(d), nil
-			}))
+	chunked := map[schema.GroupVersionKind]bool{}
+	for _, w := range ws {
+		chunked[w.GroupVersionKind] = w.Storage == watches.StorageChunked
+	}
+	acgOpts := []helmclient.ActionConfigGetterOption{
+		helmclient.ClientRestConfigMapper(ids.restConfig),
+		helmclient.StorageDriverMapper(storageDriver(chunked, c.WrapStorage)),
 	}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
 	if err != nil {
@@ -306,6 +307,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 				UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
 			},
 			UninstallWait: w.UninstallWait,
+			CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
 			MaxRetries:    w.Retries(),
 			Timeout:       w.ActionTimeout(c.Timeout),
 			ShutdownGrace: c.ShutdownGrace,

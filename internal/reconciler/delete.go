@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	helmrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -292,10 +291,11 @@ func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured,
 	var objects int
 	seen := map[readiness.ObjectRef]bool{}
 	var manifests []string
-	for _, rel := range []*helmrelease.Release{st.Deployed, st.Latest} {
-		if rel != nil {
-			manifests = append(manifests, rel.Manifest)
-		}
+	if st.Deployed != nil {
+		manifests = append(manifests, st.Deployed.Manifest)
+	}
+	if st.Latest != nil {
+		manifests = append(manifests, st.Latest.Manifest)
 	}
 	for _, manifest := range manifests {
 		refs, err := readiness.ObjectsFromManifest(manifest, obj.GetNamespace(), r.opts.RESTMapper)
@@ -319,11 +319,13 @@ func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured,
 			metas = append(metas, m)
 		}
 	}
-	// Helm's storage: one Secret per revision, labelled owner=helm, name=<release>.
+	// Helm's storage: one Secret per revision, labelled owner=helm,
+	// name=<release> (or the chunked storage's index Secret; its chunks are
+	// owned by the index).
 	secrets := &metav1.PartialObjectMetadataList{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 	if err := r.opts.Reader.List(ctx, secrets, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{"owner": "helm", "name": obj.GetName()}); err != nil {
+		client.MatchingLabelsSelector{Selector: release.RecordsOf(obj.GetName())}); err != nil {
 		return 0, fmt.Errorf("listing the release's storage Secrets: %w", err)
 	}
 	objects = len(metas)

@@ -35,6 +35,9 @@ const (
 	// EventForeignRevision: a revision of the release was written by someone
 	// else (the helm CLI, another process) and is upgraded back to the spec.
 	EventForeignRevision = "ForeignRevision"
+	// EventCRDsApplied: the chart's CRDs named were created or updated
+	// before the install or upgrade (watches.yaml crds).
+	EventCRDsApplied = "CRDsApplied"
 )
 
 // maxDriftNames bounds the objects a DriftCorrected event names.
@@ -104,6 +107,15 @@ func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drif
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
 		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, names), maxEventNote))
+}
+
+// crdsEvent emits the Normal event naming the CRDs a run created or updated.
+func (r *Reconciler) crdsEvent(obj *unstructured.Unstructured, action string, crds []string) {
+	if len(crds) == 0 {
+		return
+	}
+	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventCRDsApplied, action, "%s",
+		status.Bound(fmt.Sprintf("Applied %d CRDs of the chart: %s", len(crds), strings.Join(crds, ", ")), maxEventNote))
 }
 
 // unlockedEvent emits the Warning event of a stale lock marked failed.

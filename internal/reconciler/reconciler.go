@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"helm.sh/helm/v3/pkg/chart"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,11 +45,11 @@ type Options struct {
 	// GVK is the watched kind.
 	GVK schema.GroupVersionKind
 	// Chart is the chart every resource of the kind is released from.
-	Chart *chart.Chart
+	Chart *release.Chart
 	// OverrideValues are set on top of each resource's spec (watches.yaml overrideValues).
 	OverrideValues map[string]string
 	// ActionClientGetter gives the Helm action client of a resource.
-	ActionClientGetter helmclient.ActionClientGetter
+	ActionClientGetter release.ClientGetter
 	// Recorder emits the events of the status contract.
 	Recorder events.EventRecorder
 	// ReconcilePeriod re-runs a settled resource's reconcile to correct drift; 0 disables it.
@@ -83,6 +81,8 @@ type Options struct {
 	// UninstallWait keeps a deleted resource's finalizer until the objects of
 	// its release are gone (watches.yaml uninstallWait).
 	UninstallWait bool
+	// CRDs is what installs and upgrades do with the chart's crds/ (watches.yaml crds).
+	CRDs release.CRDPolicy
 	// Timeout bounds every Helm action of the kind's releases, each hook
 	// included, and is the age after which a pending lock is stale; 0 means
 	// release.DefaultTimeout. ShutdownGrace is how long a running action may
@@ -428,6 +428,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	result, err := runner.Run(ctx, plan, before, vals)
 	announced()
 	r.driftEvent(obj, runner.Name, result.Drifted)
+	r.crdsEvent(obj, result.Action, result.CRDsApplied)
 	if result.Unlocked != nil {
 		r.unlockedEvent(obj, result.Unlocked)
 	}
@@ -515,5 +516,6 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
 		Known: knownRevision(prev),
+		CRDs:  r.opts.CRDs,
 	}, idErr
 }

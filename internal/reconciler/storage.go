@@ -14,14 +14,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // Helm's Secret storage labels each release record owner=helm,
-// name=<release>, status=<status> and version=<revision>;
-// ReleaseRecordSelector selects those records, and the operator's cache
-// holds only their metadata, never their data (see internal/operator).
-var ReleaseRecordSelector = labels.SelectorFromSet(labels.Set{"owner": "helm"})
+// name=<release>, status=<status> and version=<revision>, and the chunked
+// storage its index Secrets the same with its own owner;
+// ReleaseRecordSelector selects those records (release.RecordSelector), and
+// the operator's cache holds only their metadata, never their data (see
+// internal/operator).
+var ReleaseRecordSelector = release.RecordSelector
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 

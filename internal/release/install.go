@@ -17,7 +17,9 @@ import (
 // is bounded by the runner's Timeout; ctx cancels the action.
 //
 // On failure it returns an *Error with reason InstallError, stalled with
-// InvalidValues or ChartRenderError when the values or the chart are at fault.
+// InvalidValues or ChartRenderError when the values or the chart are at fault,
+// or with reason ReleaseTooLarge, stalled, when the revision does not fit the
+// storage (nothing was applied then).
 func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[string]any) error {
 	summary := fmt.Sprintf("Install of release %s failed", r.Name)
 	if err := ValidateValues(r.Chart, vals, summary); err != nil {
@@ -35,6 +37,9 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 		}
 		plan = PlanInstall
 	}
+	if _, err := r.applyCRDs(ctx, r.CRDs.forInstall(), status.ActionInstall); err != nil {
+		return err
+	}
 	var err error
 	if plan == PlanRetryInstall {
 		err = r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
@@ -46,6 +51,8 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 		err = r.runInstall(ctx, vals, func(i *action.Install) {
 			// An uninstalled release that kept its history is installed over.
 			i.Replace = true
+			// The chart's crds/ were applied by the watch's policy (crds.go).
+			i.SkipCRDs = true
 			i.Labels = r.labels()
 			r.Options.install(i)
 		})
@@ -94,6 +101,9 @@ func (r *Runner) maxHistory() int {
 // helmError classifies an error Helm returned from an action.
 func helmError(err error, reason, act, summary string) *Error {
 	e := &Error{Reason: reason, Action: act, Summary: summary, Err: err}
+	if tooLarge(e) {
+		return e
+	}
 	if renderFailure(err) {
 		e.StalledReason = status.ReasonChartRenderError
 	}

@@ -73,6 +73,12 @@ type Runner struct {
 	// failed), 0 for none: a newer one that this process did not write is
 	// someone else's (see Foreign).
 	Known int
+
+	// CRDs is what an install and an upgrade do with the chart's crds/.
+	CRDs CRDPolicy
+
+	// crdsApplied names the CRDs this run created or updated.
+	crdsApplied []string
 }
 
 // Result is what running a plan did.
@@ -91,6 +97,9 @@ type Result struct {
 	Observed bool
 	// Unlocked is the stale lock this run removed before its action, nil for none.
 	Unlocked *Lock
+	// CRDsApplied names the chart's CRDs the run created or updated (the
+	// watch's crds policy), even when the action then failed.
+	CRDsApplied []string
 	// Succeeded is true when the install or upgrade completed and Helm's
 	// storage, when it could be read back, agrees; a failure after it (the
 	// read-back) does not undo it.
@@ -166,6 +175,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	}
 
 	res.Succeeded = err == nil
+	res.CRDsApplied = r.crdsApplied
 	after, obsErr := Observe(r.Client, r.Name)
 	if obsErr != nil {
 		if err != nil {

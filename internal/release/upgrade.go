@@ -30,6 +30,9 @@ func (r *Runner) upgrade(ctx context.Context, before State, vals map[string]any)
 	if err := r.preflight(ctx, status.ActionUpgrade, before, vals, r.Options.UpgradeDisableHooks); err != nil {
 		return err
 	}
+	if _, err := r.applyCRDs(ctx, r.CRDs.forUpgrade(), status.ActionUpgrade); err != nil {
+		return err
+	}
 	err := r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
 		u.MaxHistory = r.maxHistory()
 		u.Labels = r.labels()

@@ -167,6 +167,27 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a revision too large for a Secret stalls the resource, the deployed revision stays",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade,
+			Err: &Failure{Reason: ReasonReleaseTooLarge, Action: ActionUpgrade, StalledReason: ReasonReleaseTooLarge,
+				Message: "Upgrade of release web to revision 2 failed: revision 2 is 1500000 bytes encoded, over the 1048576 bytes of a Secret; set storage: chunked"}},
+		want: want{TypeReady: "False/ReleaseTooLarge", TypeStalled: "True/ReleaseTooLarge", TypeReconciling: "False/Stalled",
+			TypeReleaseFailed: "True/ReleaseTooLarge", TypeDeployed: "True/InstallSuccessful", TypeIrreconcilable: "False/NoReconcileError"},
+		check: func(t *testing.T, s Status) {
+			if s.FailedRelease == nil || s.FailedRelease.Reason != ReasonReleaseTooLarge || s.FailedRelease.Revision != 0 || s.DeployedRelease.Revision != 1 {
+				t.Errorf("failed %+v deployed %+v", s.FailedRelease, s.DeployedRelease)
+			}
+		},
+	}, {
+		name: "a CRD the API server refuses fails the upgrade before it runs, retried",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade, RetryAfter: time.Second,
+			Err: &Failure{Reason: ReasonCRDApplyError, Action: ActionUpgrade,
+				Message: "Upgrade of release web failed: applying the chart's CRD things.example.com: status.storedVersions[0]: Invalid value"}},
+		want: want{TypeReady: "False/CRDApplyError", TypeReleaseFailed: "True/CRDApplyError", TypeReconciling: "True/Retrying",
+			TypeStalled: "False/NotStalled", TypeDeployed: "True/InstallSuccessful", TypeIrreconcilable: "False/NoReconcileError"},
+	}, {
 		name: "an unreadable release state does not erase what is deployed",
 		prev: installed,
 		out: Outcome{Generation: 1, Now: now, Initialized: true,

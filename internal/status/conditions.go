@@ -50,6 +50,10 @@ const (
 	ReasonInstallError   = "InstallError"
 	ReasonUpgradeError   = "UpgradeError"
 	ReasonUninstallError = "UninstallError"
+	// ReasonCRDApplyError: the API server refused to create or update one of
+	// the chart's CRDs (watches.yaml crds), before the install or upgrade;
+	// the message names the CRD.
+	ReasonCRDApplyError = "CRDApplyError"
 	// ReasonNoFailure: ReleaseFailed=False before any Helm action was attempted.
 	ReasonNoFailure = "NoFailure"
 
@@ -104,6 +108,12 @@ const (
 	// (annotation helmapp.io/service-account) and its watch sets none
 	// (serviceAccount, --default-service-account); nothing is done.
 	ReasonServiceAccountRequired = "ServiceAccountRequired"
+
+	// ReasonReleaseTooLarge: ReleaseFailed=True and Stalled=True, a revision
+	// of the release is too large for the one Secret Helm stores it in (the
+	// API server's 1 MiB); nothing was applied. The watch field
+	// `storage: chunked` stores it in several.
+	ReasonReleaseTooLarge = "ReleaseTooLarge"
 	// ReasonNotStalled: Stalled=False.
 	ReasonNotStalled = "NotStalled"
 

@@ -72,6 +72,8 @@ func TestUnreadableResources(t *testing.T) {
 func TestStalledBySpec(t *testing.T) {
 	stalled := Compute(installed(), Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade,
 		Err: &Failure{Reason: ReasonUpgradeError, Action: ActionUpgrade, StalledReason: ReasonChartRenderError, Message: "render"}})
+	tooLarge := Compute(installed(), Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade,
+		Err: &Failure{Reason: ReasonReleaseTooLarge, Action: ActionUpgrade, StalledReason: ReasonReleaseTooLarge, Message: "too large"}})
 	locked := Compute(installed(), Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1),
 		Err: &Failure{Reason: ReasonInvalidAnnotation, StalledReason: ReasonInvalidAnnotation, Message: "bad"}})
 	for _, tt := range []struct {
@@ -82,6 +84,8 @@ func TestStalledBySpec(t *testing.T) {
 	}{
 		{"chart render error, same generation", stalled, 2, true},
 		{"chart render error, new generation", stalled, 3, false},
+		{"release too large, same generation", tooLarge, 2, true},
+		{"release too large, new generation", tooLarge, 3, false},
 		{"invalid annotation", locked, 2, false},
 		{"deployed", installed(), 1, false},
 	} {

@@ -55,7 +55,40 @@ type Watch struct {
 	// releases acts as (impersonated); empty means the manager's
 	// --default-service-account, or the operator's own identity.
 	ServiceAccount string
+	// Storage, our extension, is where the kind's releases are stored:
+	// StorageSecrets (Helm's driver, one Secret per revision, the default) or
+	// StorageChunked (helm-operator-plugins' chunked driver, for revisions
+	// over the 1 MiB of one Secret).
+	Storage string
+	// CRDInstall and CRDUpgrade, our extension (crds: {install, upgrade}),
+	// are what an install and an upgrade do with the chart's crds/:
+	// CRDInstall Create (default) or Skip; CRDUpgrade Skip (default), Create
+	// or CreateReplace.
+	CRDInstall, CRDUpgrade string
 }
+
+// CRD policies of a watch entry's crds field.
+const (
+	CRDSkip          = "Skip"
+	CRDCreate        = "Create"
+	CRDCreateReplace = "CreateReplace"
+)
+
+// crdsEntry is the crds field of an entry.
+type crdsEntry struct {
+	Install *string `json:"install,omitempty"`
+	Upgrade *string `json:"upgrade,omitempty"`
+}
+
+// Release storage settings of a watch entry.
+const (
+	// StorageSecrets is Helm's own driver: one Secret per revision, which
+	// every helm CLI reads.
+	StorageSecrets = "secrets"
+	// StorageChunked is helm-operator-plugins' chunked Secrets driver: a
+	// revision is split over Secrets of under 1 MiB each. No helm CLI reads it.
+	StorageChunked = "chunked"
+)
 
 // Remediation settings of a watch entry.
 const (
@@ -86,6 +119,8 @@ type entry struct {
 	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
 	ServiceAccount          *string               `json:"serviceAccount,omitempty"`
+	Storage                 *string               `json:"storage,omitempty"`
+	CRDs                    *crdsEntry            `json:"crds,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -141,9 +176,14 @@ func parse(raw []byte) ([]Watch, error) {
 			InstallRemediation: orDefault(e.InstallRemediation, InstallRemediationNone),
 			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
 			MaxRetries:         e.MaxRetries,
-			Timeout:            e.Timeout}
+			Timeout:            e.Timeout,
+			Storage:            orDefault(e.Storage, StorageSecrets)}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
+		}
+		out[i].CRDInstall, out[i].CRDUpgrade = CRDCreate, CRDSkip
+		if e.CRDs != nil {
+			out[i].CRDInstall, out[i].CRDUpgrade = orDefault(e.CRDs.Install, CRDCreate), orDefault(e.CRDs.Upgrade, CRDSkip)
 		}
 	}
 	return out, nil
@@ -190,6 +230,17 @@ func validate(e entry) error {
 	if e.ServiceAccount != nil {
 		if errs := validation.IsDNS1123Subdomain(*e.ServiceAccount); len(errs) > 0 {
 			return fmt.Errorf("%s: field serviceAccount must name a ServiceAccount, got %q: %s", name, *e.ServiceAccount, errs[0])
+		}
+	}
+	if err := oneOf(name, "storage", e.Storage, StorageSecrets, StorageChunked); err != nil {
+		return err
+	}
+	if e.CRDs != nil {
+		if err := oneOf(name, "crds.install", e.CRDs.Install, CRDCreate, CRDSkip); err != nil {
+			return err
+		}
+		if err := oneOf(name, "crds.upgrade", e.CRDs.Upgrade, CRDSkip, CRDCreate, CRDCreateReplace); err != nil {
+			return err
 		}
 	}
 	if e.Selector != nil {
@@ -269,7 +320,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

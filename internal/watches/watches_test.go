@@ -105,6 +105,38 @@ func TestLoadRemediationAndUninstallWait(t *testing.T) {
 	}
 }
 
+// storage defaults to Helm's Secrets; chunked is taken as given.
+func TestLoadStorage(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART}
+- {group: g, version: v1, kind: B, chart: CHART, storage: chunked}
+- {group: g, version: v1, kind: C, chart: CHART, storage: secrets}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws[0].Storage != StorageSecrets || ws[1].Storage != StorageChunked || ws[2].Storage != StorageSecrets {
+		t.Errorf("storage %q %q %q, want secrets chunked secrets", ws[0].Storage, ws[1].Storage, ws[2].Storage)
+	}
+}
+
+// crds defaults to what Helm does (Create on install, Skip on upgrade).
+func TestLoadCRDPolicy(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART}
+- {group: g, version: v1, kind: B, chart: CHART, crds: {upgrade: CreateReplace}}
+- {group: g, version: v1, kind: C, chart: CHART, crds: {install: Skip, upgrade: Create}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][2]string{{CRDCreate, CRDSkip}, {CRDCreate, CRDCreateReplace}, {CRDSkip, CRDCreate}} {
+		if got := [2]string{ws[i].CRDInstall, ws[i].CRDUpgrade}; got != want {
+			t.Errorf("entry %d: crds %v, want %v", i+1, got, want)
+		}
+	}
+}
+
 func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 	// An environment value with a comma cannot be set as one Helm value.
 	t.Setenv("HELMAPP_TEST_LIST", "a,b")
@@ -117,7 +149,7 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"overrideValues value Helm cannot set", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {image.tag: $HELMAPP_TEST_LIST}}", `entry 1: (g/v1 A): field overrideValues: key "image.tag": cannot be set as a Helm value (key=value, as --set does): key "b" has no value`},
 		{"duplicate kind names both entries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "entry 2: (g/v1 A): fields group, version, kind: duplicate GVK, already watched by entry 1"},
 		{"unknown field", "- {group: g, version: v1, kind: A, chart: CHART, chartz: x}", `entry 1: unknown field "chartz"`},
-		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout, serviceAccount)"},
+		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout, serviceAccount, storage, crds)"},
 		{"wrong type", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxConcurrentReconciles: two}", "entry 2: field maxConcurrentReconciles: json: cannot unmarshal string"},
 		{"missing kind", "- {group: g, version: v1, chart: CHART}", "entry 1: (g/v1 ): field kind is required"},
 		{"missing chart dir", "- {group: g, version: v1, kind: A, chart: /nonexistent/chart}", "entry 1: (g/v1 A): field chart: stat /nonexistent/chart"},
@@ -125,12 +157,16 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
 		{"negative maxRetries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxRetries: -1}", "entry 2: (g/v1 B): field maxRetries must not be negative (0 means no bound), got -1"},
 		{"maxRetries not a number", "- {group: g, version: v1, kind: A, chart: CHART, maxRetries: often}", "entry 1: field maxRetries: json: cannot unmarshal string"},
-		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries, timeout, serviceAccount)"},
+		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries, timeout, serviceAccount, storage, crds)"},
 		{"negative timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: -1m}", "entry 1: (g/v1 A): field timeout must not be negative, got -1m0s"},
 		{"bad timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: soon}", "entry 1: field timeout: time: invalid duration"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},
 		{"duplicate kind", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "duplicate GVK"},
 		{"bad upgradeRemediation", "- {group: g, version: v1, kind: A, chart: CHART, upgradeRemediation: uninstall}", `entry 1: (g/v1 A): field upgradeRemediation must be one of none, rollback, got "uninstall"`},
+		{"bad crds.upgrade", "- {group: g, version: v1, kind: A, chart: CHART, crds: {upgrade: Replace}}", `entry 1: (g/v1 A): field crds.upgrade must be one of Skip, Create, CreateReplace, got "Replace"`},
+		{"bad crds.install", "- {group: g, version: v1, kind: A, chart: CHART, crds: {install: CreateReplace}}", `entry 1: (g/v1 A): field crds.install must be one of Create, Skip, got "CreateReplace"`},
+		{"unknown crds field", "- {group: g, version: v1, kind: A, chart: CHART, crds: {delete: true}}", `entry 1: field crds: json: unknown field "delete"`},
+		{"bad storage", "- {group: g, version: v1, kind: A, chart: CHART, storage: configmaps}", `entry 1: (g/v1 A): field storage must be one of secrets, chunked, got "configmaps"`},
 		{"bad installRemediation", "- {group: g, version: v1, kind: A, chart: CHART, installRemediation: rollback}", `entry 1: (g/v1 A): field installRemediation must be one of none, uninstall, got "rollback"`},
 		{"uninstallWait not a bool", "- {group: g, version: v1, kind: A, chart: CHART, uninstallWait: sometimes}", "entry 1: field uninstallWait: json: cannot unmarshal string"},
 		{"serviceAccount not a name", "- {group: g, version: v1, kind: A, chart: CHART, serviceAccount: Team_Deployer}", `entry 1: (g/v1 A): field serviceAccount must name a ServiceAccount, got "Team_Deployer": a lowercase RFC 1123 subdomain`},
