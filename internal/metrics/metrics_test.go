@@ -104,6 +104,16 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 			m.actionCount("Nginx", status.ActionUpgrade, metrics.OutcomeSuccess, 1)
 	})
 
+	// kube-state-metrics with config/prometheus/kube-state-metrics would
+	// label the resource as the operator's own two series do.
+	waitFor(t, url, reader, "the kube-state-metrics config's labels of the live resource to agree with the operator's series", func(m families) string {
+		live, err := tu.Get(t, c, tu.NginxGVK, ns, "web")
+		if err != nil {
+			return err.Error()
+		}
+		return m.agreesWithKSM(res, ksmLabels(t, "Nginx", live))
+	})
+
 	// Paused: the state series says so, still one series, the release kept.
 	setAnnotation(t, c, ns, "web", release.AnnotationPaused, "true")
 	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypePaused, metav1.ConditionTrue, status.ReasonReconcilePaused)
@@ -374,4 +384,31 @@ func setAnnotation(t *testing.T, c client.Client, ns, name, key, value string) {
 		err = c.Update(context.Background(), u) // a conflict with the operator's write is retried
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// agreesWithKSM says what is wrong unless the labels kube-state-metrics
+// would give the resource (ksm) say what its helmapp_resource_info and
+// helmapp_release_info series say.
+func (f families) agreesWithKSM(r resource, ksm map[string]string) string {
+	want := map[string]string{"name": r.name, "exported_namespace": r.ns}
+	if ms := f.metrics(metrics.ResourceInfo, map[string]string{"namespace": r.ns, "name": r.name}); len(ms) == 1 {
+		for _, k := range []string{"ready", "reason", "stalled", "reconciling"} {
+			want[k] = labelsOf(ms[0])[k]
+		}
+	} else {
+		return fmt.Sprintf("%d resource_info series; ", len(ms))
+	}
+	if ms := f.metrics(metrics.ReleaseInfo, map[string]string{"namespace": r.ns, "name": r.name}); len(ms) == 1 {
+		for _, k := range []string{"revision", "chart", "chart_version"} {
+			want[k] = labelsOf(ms[0])[k]
+		}
+	} else {
+		return fmt.Sprintf("%d release_info series; ", len(ms))
+	}
+	for k, v := range want {
+		if ksm[k] != v {
+			return fmt.Sprintf("kube-state-metrics label %s = %q, the operator's series say %q (all: %v); ", k, ksm[k], v, ksm)
+		}
+	}
+	return ""
 }
