@@ -13,9 +13,7 @@ package metrics
 
 import (
 	"errors"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,27 +50,15 @@ const (
 type Recorder struct {
 	reconciles *prometheus.CounterVec
 	actions    *prometheus.HistogramVec
-	resources  *prometheus.GaugeVec
-	releases   *prometheus.GaugeVec
-
-	mu sync.Mutex
-	// series is the label values of each resource's two series, so that a
-	// series whose labels change replaces the old one.
-	series map[resourceKey]*resourceSeries
+	resources  *resourceCollector
 }
-
-// resourceSeries is the label values of a resource's helmapp_resource_info
-// and helmapp_release_info series; nil when it has none.
-type resourceSeries struct{ info, release []string }
-
-type resourceKey struct{ kind, namespace, name string }
 
 // New returns a Recorder whose metrics are registered on reg (the manager's
 // is controller-runtime's metrics.Registry). Several Recorders on one
 // registry, as several managers of one test process make, share the
 // registered metrics.
 func New(reg prometheus.Registerer) (*Recorder, error) {
-	r := &Recorder{series: map[resourceKey]*resourceSeries{}}
+	r := &Recorder{}
 	var err error
 	if r.reconciles, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: ReconcileTotal,
@@ -87,16 +73,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 	}, []string{"kind", "action", "outcome"})); err != nil {
 		return nil, err
 	}
-	if r.resources, err = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: ResourceInfo,
-		Help: "1 for each resource, labelled with its state: Ready's status and reason, and whether it is stalled, reconciling and paused.",
-	}, resourceInfoLabels)); err != nil {
-		return nil, err
-	}
-	if r.releases, err = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: ReleaseInfo,
-		Help: "1 for the Helm release deployed for a resource: its revision, chart and chart version.",
-	}, []string{"kind", "namespace", "name", "revision", "chart", "chart_version"})); err != nil {
+	if r.resources, err = register(reg, newResourceCollector()); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -142,32 +119,11 @@ func (r *Recorder) Reconciled(kind string, obj client.Object, s status.Status, e
 	r.reconciles.WithLabelValues(kind, result, reason).Inc()
 
 	key := resourceKey{kind, obj.GetNamespace(), obj.GetName()}
-	info := append([]string{key.kind, key.namespace, key.name}, state(s.Conditions)...)
-	var rel []string
+	series := resourceSeries{info: state(s.Conditions)}
 	if d := s.DeployedRelease; d != nil {
-		rel = []string{key.kind, key.namespace, key.name, strconv.Itoa(d.Revision), d.Chart, d.ChartVersion}
+		series.release = []string{strconv.Itoa(d.Revision), d.Chart, d.ChartVersion}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old := r.series[key]
-	if old == nil {
-		old = &resourceSeries{}
-		r.series[key] = old
-	}
-	old.info = replace(r.resources, old.info, info)
-	old.release = replace(r.releases, old.release, rel)
-}
-
-// replace makes want (nil: none) the one series of vec that had the label
-// values old (nil: none), and returns want.
-func replace(vec *prometheus.GaugeVec, old, want []string) []string {
-	if old != nil && !slices.Equal(old, want) {
-		vec.DeleteLabelValues(old...)
-	}
-	if want != nil {
-		vec.WithLabelValues(want...).Set(1)
-	}
-	return want
+	r.resources.set(key, series)
 }
 
 // Forget deletes every series of the resource namespace/name of kind: it is gone.
@@ -175,12 +131,7 @@ func (r *Recorder) Forget(kind, namespace, name string) {
 	if r == nil {
 		return
 	}
-	match := prometheus.Labels{"kind": kind, "namespace": namespace, "name": name}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.resources.DeletePartialMatch(match)
-	r.releases.DeletePartialMatch(match)
-	delete(r.series, resourceKey{kind, namespace, name})
+	r.resources.forget(resourceKey{kind, namespace, name})
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {

@@ -1,14 +1,77 @@
 package metrics
 
 import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// resourceInfoLabels are the labels of helmapp_resource_info: the resource,
-// then what state returns.
-var resourceInfoLabels = []string{"kind", "namespace", "name", "ready", "reason", "stalled", "reconciling", "paused"}
+// resourceKey names a resource.
+type resourceKey struct{ kind, namespace, name string }
+
+// resourceSeries is what a resource's two series say beyond the resource:
+// the values of state for helmapp_resource_info, and the revision, chart
+// and chart version for helmapp_release_info (nil: no release deployed, no
+// series).
+type resourceSeries struct{ info, release []string }
+
+// resourceCollector serves helmapp_resource_info and helmapp_release_info
+// from the latest resourceSeries of each resource. A scrape reads them all
+// under one lock, so it sees each resource's state before or after a
+// change, never two series of one metric for it nor none.
+type resourceCollector struct {
+	info, release *prometheus.Desc
+
+	mu     sync.Mutex
+	series map[resourceKey]resourceSeries
+}
+
+func newResourceCollector() *resourceCollector {
+	resource := []string{"kind", "namespace", "name"}
+	return &resourceCollector{
+		info: prometheus.NewDesc(ResourceInfo,
+			"1 for each resource, labelled with its state: Ready's status and reason, and whether it is stalled, reconciling and paused.",
+			append(resource, "ready", "reason", "stalled", "reconciling", "paused"), nil),
+		release: prometheus.NewDesc(ReleaseInfo,
+			"1 for the Helm release deployed for a resource: its revision, chart and chart version.",
+			append(resource, "revision", "chart", "chart_version"), nil),
+		series: map[resourceKey]resourceSeries{},
+	}
+}
+
+func (c *resourceCollector) set(k resourceKey, s resourceSeries) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.series[k] = s
+}
+
+func (c *resourceCollector) forget(k resourceKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.series, k)
+}
+
+// Describe implements prometheus.Collector.
+func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.info
+	ch <- c.release
+}
+
+// Collect implements prometheus.Collector.
+func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, s := range c.series {
+		resource := []string{k.kind, k.namespace, k.name}
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, append(resource, s.info...)...)
+		if s.release != nil {
+			ch <- prometheus.MustNewConstMetric(c.release, prometheus.GaugeValue, 1, append(resource, s.release...)...)
+		}
+	}
+}
 
 // maxReasonLength bounds a reason label value; the reasons of the status
 // contract are far shorter.
