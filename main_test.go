@@ -10,6 +10,8 @@ import (
 
 // TestBadWatchesFileStopsStart runs the real binary with a broken watches
 // file: it must exit non-zero with one line naming the entry and the field.
+// Bad client rate limits (--kube-api-qps, --kube-api-burst) stop it the same
+// way, with one line naming the flag.
 func TestBadWatchesFileStopsStart(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "manager")
@@ -63,6 +65,32 @@ func TestBadWatchesFileStopsStart(t *testing.T) {
 			}
 			if strings.Count(msg, "\n") != 0 {
 				t.Errorf("start-up error is not one line:\n%s", msg)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative QPS", []string{"--kube-api-qps=-5", "--kube-api-burst=10"}, "--kube-api-qps must be positive, or 0 for no client-side limit; got -5"},
+		{"QPS without burst", []string{"--kube-api-qps=50"}, "--kube-api-qps 50 needs a positive --kube-api-burst"},
+		{"burst without QPS", []string{"--kube-api-burst=100"}, "--kube-api-burst 100 needs --kube-api-qps"},
+		{"negative burst", []string{"--kube-api-qps=50", "--kube-api-burst=-1"}, "--kube-api-burst must be positive; got -1"},
+		{"NaN", []string{"--kube-api-qps=NaN", "--kube-api-burst=1"}, "--kube-api-qps must be a number; got NaN"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--watches-file", "watches.yaml", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, tt.args...)
+			cmd := exec.Command(bin, args...)
+			// No kubeconfig: the flags must be judged before any cluster is needed.
+			cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the operator started with %v:\n%s", tt.args, out)
+			}
+			msg := strings.TrimSpace(string(out))
+			if want := "error: " + tt.want; !strings.HasPrefix(msg, want) || strings.Contains(msg, "\n") {
+				t.Errorf("start-up error %q, want one line starting with %q", msg, want)
 			}
 		})
 	}

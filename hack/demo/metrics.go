@@ -6,8 +6,6 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-
-	"github.com/helmapp/helm-app-operator/internal/metrics"
 )
 
 // metricsAddress returns a free local address for the operator's metrics endpoint.
@@ -49,14 +47,13 @@ func (d *demo) showMetrics(ctx context.Context) error {
 	}
 	fmt.Print(out)
 
-	fmt.Println("With the metrics-scraper token (the operator's own series; histogram buckets and the conditions' 0-valued statuses left out):")
+	fmt.Println("With the metrics-scraper token (the operator's own series; histogram buckets left out):")
 	out, err = curl(ctx, token, "-sk", "-H", "Authorization: Bearer $TOKEN", url)
 	if err != nil {
 		return err
 	}
 	for _, line := range strings.Split(out, "\n") {
-		zeroCondition := strings.HasPrefix(line, metrics.ResourceCondition+"{") && strings.HasSuffix(line, " 0")
-		if strings.HasPrefix(line, "helmapp_") && !strings.Contains(line, "_bucket{") && !zeroCondition {
+		if strings.HasPrefix(line, "helmapp_") && !strings.Contains(line, "_bucket{") {
 			fmt.Println(line)
 		}
 	}

@@ -1,19 +1,19 @@
 // Package metrics holds the operator's own Prometheus metrics: what the
-// reconciles ended with, how long Helm's actions took, each resource's owned
-// conditions and the release deployed for it. They are registered on
+// reconciles ended with, how long Helm's actions took, each resource's state
+// and the release deployed for it. They are registered on
 // controller-runtime's registry, so the manager's metrics endpoint serves
 // them next to controller-runtime's.
 //
-// Every label value is a kind, a namespace, a name, a condition type, status
-// or reason, an action, a revision or a chart name and version: never values,
-// manifests or messages. Series are bounded: the per-resource series of a
-// resource are deleted when it is gone (Forget).
+// Every label value is a kind, a namespace, a name, a condition status or
+// reason, an action, a revision or a chart name and version: never values,
+// manifests or messages. Series are bounded: a resource has at most two
+// (helmapp_resource_info, helmapp_release_info), each replaced when its labels
+// change and deleted when the resource is gone (Forget).
 package metrics
 
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +27,7 @@ import (
 const (
 	ReconcileTotal     = "helmapp_reconcile_total"
 	HelmActionDuration = "helmapp_helm_action_duration_seconds"
-	ResourceCondition  = "helmapp_resource_condition"
+	ResourceInfo       = "helmapp_resource_info"
 	ReleaseInfo        = "helmapp_release_info"
 )
 
@@ -45,30 +45,20 @@ const (
 	OutcomeFailure = "failure"
 )
 
-var conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
-
 // Recorder records the operator's metrics. Its methods are safe for
 // concurrent use; a nil *Recorder records nothing.
 type Recorder struct {
 	reconciles *prometheus.CounterVec
 	actions    *prometheus.HistogramVec
-	conditions *prometheus.GaugeVec
-	releases   *prometheus.GaugeVec
-
-	mu sync.Mutex
-	// release is the label values of each resource's helmapp_release_info
-	// series, so that a new revision replaces the old series.
-	release map[resourceKey][]string
+	resources  *resourceCollector
 }
-
-type resourceKey struct{ kind, namespace, name string }
 
 // New returns a Recorder whose metrics are registered on reg (the manager's
 // is controller-runtime's metrics.Registry). Several Recorders on one
 // registry, as several managers of one test process make, share the
 // registered metrics.
 func New(reg prometheus.Registerer) (*Recorder, error) {
-	r := &Recorder{release: map[resourceKey][]string{}}
+	r := &Recorder{}
 	var err error
 	if r.reconciles, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: ReconcileTotal,
@@ -83,16 +73,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 	}, []string{"kind", "action", "outcome"})); err != nil {
 		return nil, err
 	}
-	if r.conditions, err = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: ResourceCondition,
-		Help: "1 for the status each owned condition of a resource has now, 0 for the other two (True, False, Unknown).",
-	}, []string{"kind", "namespace", "name", "type", "status"})); err != nil {
-		return nil, err
-	}
-	if r.releases, err = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: ReleaseInfo,
-		Help: "1 for the Helm release deployed for a resource: its revision, chart and chart version.",
-	}, []string{"kind", "namespace", "name", "revision", "chart", "chart_version"})); err != nil {
+	if r.resources, err = register(reg, newResourceCollector()); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -114,8 +95,10 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 }
 
 // Reconciled records the end of a reconcile of obj (of kind) that left the
-// status s: the reconcile counter, the resource's condition gauges and its
-// release info. err is the reconcile's failure, nil on success; held tells a
+// status s: the reconcile counter and the resource's two series, its state
+// (helmapp_resource_info) and its deployed release (helmapp_release_info),
+// each replacing the resource's series of the same name whose labels
+// differ. err is the reconcile's failure, nil on success; held tells a
 // reconcile that ran nothing (paused, backing off, out of retries).
 func (r *Recorder) Reconciled(kind string, obj client.Object, s status.Status, err *status.Failure, held bool) {
 	if r == nil {
@@ -136,36 +119,11 @@ func (r *Recorder) Reconciled(kind string, obj client.Object, s status.Status, e
 	r.reconciles.WithLabelValues(kind, result, reason).Inc()
 
 	key := resourceKey{kind, obj.GetNamespace(), obj.GetName()}
-	for _, t := range status.OwnedConditionTypes {
-		c := findCondition(s.Conditions, t)
-		for _, st := range conditionStatuses {
-			labels := []string{key.kind, key.namespace, key.name, t, string(st)}
-			if c == nil {
-				r.conditions.DeleteLabelValues(labels...)
-				continue
-			}
-			v := 0.0
-			if c.Status == st {
-				v = 1
-			}
-			r.conditions.WithLabelValues(labels...).Set(v)
-		}
-	}
-
-	var want []string
+	series := resourceSeries{info: state(s.Conditions)}
 	if d := s.DeployedRelease; d != nil {
-		want = []string{key.kind, key.namespace, key.name, strconv.Itoa(d.Revision), d.Chart, d.ChartVersion}
+		series.release = []string{strconv.Itoa(d.Revision), d.Chart, d.ChartVersion}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if old, ok := r.release[key]; ok && !equal(old, want) {
-		r.releases.DeleteLabelValues(old...)
-		delete(r.release, key)
-	}
-	if want != nil {
-		r.releases.WithLabelValues(want...).Set(1)
-		r.release[key] = want
-	}
+	r.resources.set(key, series)
 }
 
 // Forget deletes every series of the resource namespace/name of kind: it is gone.
@@ -173,12 +131,7 @@ func (r *Recorder) Forget(kind, namespace, name string) {
 	if r == nil {
 		return
 	}
-	match := prometheus.Labels{"kind": kind, "namespace": namespace, "name": name}
-	r.conditions.DeletePartialMatch(match)
-	r.releases.DeletePartialMatch(match)
-	r.mu.Lock()
-	delete(r.release, resourceKey{kind, namespace, name})
-	r.mu.Unlock()
+	r.resources.forget(resourceKey{kind, namespace, name})
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
@@ -188,18 +141,6 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ObserveAction records a Helm action of a release of a resource of kind

@@ -28,6 +28,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/metrics"
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
@@ -37,8 +38,10 @@ import (
 // the API server) and scrapes it the way Prometheus does, with a
 // ServiceAccount token: no token is refused (401), a token without the
 // metrics-reader role of config/rbac is forbidden (403), and with the role
-// the scrape shows the resource's conditions and release follow an install,
-// an upgrade the API server denies, its recovery and the deletion.
+// the scrape shows the resource's state and release follow an install, an
+// upgrade the API server denies, its recovery, a pause and the deletion.
+// At every step the resource has at most two series in the whole scrape
+// (helmapp_resource_info and helmapp_release_info), and none once deleted.
 func TestSecureMetricsFollowTheResource(t *testing.T) {
 	ctx := context.Background()
 	c := tu.Client(t, cfg)
@@ -74,7 +77,7 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	res := resource{ns: ns, name: "web"}
 	waitFor(t, url, reader, "Ready=True and revision 1 after the install", func(m families) string {
-		return m.conditionIs(res, status.TypeReady, "True") + m.releaseIs(res, "1") +
+		return m.infoIs(res, "True", status.ReasonInstallSuccessful, "False") + m.releaseIs(res, "1") +
 			m.actionCount("Nginx", status.ActionInstall, metrics.OutcomeSuccess, 1) +
 			m.reconciles("Nginx", metrics.ResultSuccess, status.ReasonInstallSuccessful)
 	})
@@ -87,8 +90,7 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	setReplicas(t, c, ns, "web", 9)
 	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionFalse, status.ReasonUpgradeError)
 	waitFor(t, url, reader, "Ready=False and ReleaseFailed=True after the denied upgrade", func(m families) string {
-		return m.conditionIs(res, status.TypeReady, "False") + m.conditionIs(res, status.TypeReleaseFailed, "True") +
-			m.releaseIs(res, "1") +
+		return m.infoIs(res, "False", status.ReasonUpgradeError, "False") + m.releaseIs(res, "1") +
 			m.actionCount("Nginx", status.ActionUpgrade, metrics.OutcomeFailure, 1) +
 			m.reconciles("Nginx", metrics.ResultError, status.ReasonUpgradeError)
 	})
@@ -98,10 +100,34 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	u := tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
 	rev, _, _ := unstructured.NestedInt64(u.Object, "status", "deployedRelease", "revision")
 	waitFor(t, url, reader, "Ready=True and the new revision after the recovery", func(m families) string {
-		return m.conditionIs(res, status.TypeReady, "True") + m.conditionIs(res, status.TypeReleaseFailed, "False") +
-			m.releaseIs(res, fmt.Sprint(rev)) +
+		return m.infoIs(res, "True", status.ReasonUpgradeSuccessful, "False") + m.releaseIs(res, fmt.Sprint(rev)) +
 			m.actionCount("Nginx", status.ActionUpgrade, metrics.OutcomeSuccess, 1)
 	})
+
+	// kube-state-metrics with config/prometheus/kube-state-metrics would
+	// label the resource as the operator's own two series do.
+	waitFor(t, url, reader, "the kube-state-metrics config's labels of the live resource to agree with the operator's series", func(m families) string {
+		live, err := tu.Get(t, c, tu.NginxGVK, ns, "web")
+		if err != nil {
+			return err.Error()
+		}
+		return m.agreesWithKSM(res, ksmLabels(t, "Nginx", live))
+	})
+
+	// Paused: the state series says so, still one series, the release kept.
+	setAnnotation(t, c, ns, "web", release.AnnotationPaused, "true")
+	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypePaused, metav1.ConditionTrue, status.ReasonReconcilePaused)
+	waitFor(t, url, reader, "paused=True while paused", func(m families) string {
+		return m.infoIs(res, "True", status.ReasonUpgradeSuccessful, "True") + m.releaseIs(res, fmt.Sprint(rev))
+	})
+	setAnnotation(t, c, ns, "web", release.AnnotationPaused, "")
+	waitFor(t, url, reader, "paused=False once resumed", func(m families) string {
+		return m.infoIs(res, "True", status.ReasonUpgradeSuccessful, "False")
+	})
+	u, err := tu.Get(t, c, tu.NginxGVK, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Deleted: none of its series is left.
 	if err := c.Delete(ctx, u); err != nil {
@@ -260,21 +286,20 @@ next:
 	return out
 }
 
-// conditionIs says what is wrong unless exactly the series of typ's status
-// st is 1 among the resource's three series of typ.
-func (f families) conditionIs(r resource, typ, st string) string {
-	ms := f.metrics(metrics.ResourceCondition, map[string]string{"kind": "Nginx", "namespace": r.ns, "name": r.name, "type": typ})
-	if len(ms) != 3 {
-		return fmt.Sprintf("%d series of %s, want 3; ", len(ms), typ)
+// infoIs says what is wrong unless the resource has exactly one
+// helmapp_resource_info series, of value 1, with Ready's status ready and
+// reason and paused as given, and at most two series in the whole scrape.
+func (f families) infoIs(r resource, ready, reason, paused string) string {
+	if n := f.seriesOf(r); n > 2 {
+		return fmt.Sprintf("%d series of %s/%s in the scrape, want at most 2: %v; ", n, r.ns, r.name, f.namesOf(r))
 	}
-	for _, m := range ms {
-		want := 0.0
-		if labelsOf(m)["status"] == st {
-			want = 1
-		}
-		if got := m.GetGauge().GetValue(); got != want {
-			return fmt.Sprintf("%s{status=%q} = %v, want %v; ", typ, labelsOf(m)["status"], got, want)
-		}
+	ms := f.metrics(metrics.ResourceInfo, map[string]string{"kind": "Nginx", "namespace": r.ns, "name": r.name})
+	if len(ms) != 1 {
+		return fmt.Sprintf("%d resource_info series, want 1; ", len(ms))
+	}
+	l := labelsOf(ms[0])
+	if l["ready"] != ready || l["reason"] != reason || l["paused"] != paused || ms[0].GetGauge().GetValue() != 1 {
+		return fmt.Sprintf("resource_info %v = %v, want ready=%s reason=%s paused=%s; ", l, ms[0].GetGauge().GetValue(), ready, reason, paused)
 	}
 	return ""
 }
@@ -320,11 +345,70 @@ func (f families) reconciles(kind, result, reason string) string {
 	return fmt.Sprintf("no reconcile_total{result=%q,reason=%q}; ", result, reason)
 }
 
-// seriesOf counts the per-resource series of r.
+// seriesOf counts the series of the scrape, of any metric, labelled with
+// r's namespace and name.
 func (f families) seriesOf(r resource) int {
-	n := 0
-	for _, name := range []string{metrics.ResourceCondition, metrics.ReleaseInfo} {
-		n += len(f.metrics(name, map[string]string{"namespace": r.ns, "name": r.name}))
+	return len(f.namesOf(r))
+}
+
+// namesOf lists the metric name of each series labelled with r's namespace and name.
+func (f families) namesOf(r resource) []string {
+	var out []string
+	for name := range f {
+		for range f.metrics(name, map[string]string{"namespace": r.ns, "name": r.name}) {
+			out = append(out, name)
+		}
 	}
-	return n
+	return out
+}
+
+// setAnnotation sets the annotation key of the Nginx name in ns to value,
+// or removes it when value is empty.
+func setAnnotation(t *testing.T, c client.Client, ns, name, key, value string) {
+	t.Helper()
+	tu.Eventually(t, 30*time.Second, "the annotation "+key+" to be written", func() (bool, string) {
+		u, err := tu.Get(t, c, tu.NginxGVK, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		if value == "" {
+			delete(ann, key)
+		} else {
+			ann[key] = value
+		}
+		u.SetAnnotations(ann)
+		err = c.Update(context.Background(), u) // a conflict with the operator's write is retried
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// agreesWithKSM says what is wrong unless the labels kube-state-metrics
+// would give the resource (ksm) say what its helmapp_resource_info and
+// helmapp_release_info series say.
+func (f families) agreesWithKSM(r resource, ksm map[string]string) string {
+	want := map[string]string{"name": r.name, "exported_namespace": r.ns}
+	if ms := f.metrics(metrics.ResourceInfo, map[string]string{"namespace": r.ns, "name": r.name}); len(ms) == 1 {
+		for _, k := range []string{"ready", "reason", "stalled", "reconciling"} {
+			want[k] = labelsOf(ms[0])[k]
+		}
+	} else {
+		return fmt.Sprintf("%d resource_info series; ", len(ms))
+	}
+	if ms := f.metrics(metrics.ReleaseInfo, map[string]string{"namespace": r.ns, "name": r.name}); len(ms) == 1 {
+		for _, k := range []string{"revision", "chart", "chart_version"} {
+			want[k] = labelsOf(ms[0])[k]
+		}
+	} else {
+		return fmt.Sprintf("%d release_info series; ", len(ms))
+	}
+	for k, v := range want {
+		if ksm[k] != v {
+			return fmt.Sprintf("kube-state-metrics label %s = %q, the operator's series say %q (all: %v); ", k, ksm[k], v, ksm)
+		}
+	}
+	return ""
 }

@@ -87,6 +87,12 @@ type Config struct {
 	// is ever written with the operator's own power.
 	RequireServiceAccount bool
 
+	// KubeAPIQPS and KubeAPIBurst limit the requests of the whole process to
+	// the API server on the client side (withRateLimits); 0 and 0 (the
+	// default) leave the REST config's own limits: none from main.go.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
 	// SkipNameValidation lets several managers with the same controllers run
 	// in one process, as tests do.
 	SkipNameValidation bool
@@ -150,6 +156,10 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	if c.Timeout < 0 || c.ShutdownGrace < 0 {
 		return nil, fmt.Errorf("timeout (%s) and shutdown grace (%s) must not be negative", c.Timeout, c.ShutdownGrace)
+	}
+	restConfig, err := withRateLimits(restConfig, c.KubeAPIQPS, c.KubeAPIBurst)
+	if err != nil {
+		return nil, err
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = release.DefaultShutdownGrace

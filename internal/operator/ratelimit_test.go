@@ -1,0 +1,79 @@
+package operator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/status"
+	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/watches"
+)
+
+// TestClientRateLimits builds managers with --kube-api-qps and
+// --kube-api-burst as main.go passes them: with limits, the manager's REST
+// config (from which its cache, its clients and every Helm client are copied)
+// carries them and one token bucket of that rate, and the caller's config is
+// left as it was; without, the caller's config is used as is; bad values are
+// refused; and an operator with limits installs a resource to Ready.
+func TestClientRateLimits(t *testing.T) {
+	ws, err := watches.Load(tu.DefaultWatches(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := operator.Config{MaxConcurrentReconciles: 1, MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipNameValidation: true}
+	callerQPS, callerBurst := cfg.QPS, cfg.Burst
+
+	limited := base
+	limited.KubeAPIQPS, limited.KubeAPIBurst = 40, 80
+	mgr, err := operator.New(cfg, limited, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mgr.GetConfig()
+	if got.QPS != 40 || got.Burst != 80 || got.RateLimiter == nil || got.RateLimiter.QPS() != 40 {
+		t.Errorf("manager's REST config: QPS %v, burst %d, rate limiter %v; want 40, 80 and a limiter of 40/s", got.QPS, got.Burst, got.RateLimiter)
+	}
+	if cfg.QPS != callerQPS || cfg.Burst != callerBurst || cfg.RateLimiter != nil {
+		t.Errorf("the caller's REST config changed: QPS %v, burst %d, rate limiter %v", cfg.QPS, cfg.Burst, cfg.RateLimiter)
+	}
+
+	mgr, err = operator.New(cfg, base, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mgr.GetConfig(); got.QPS != callerQPS || got.Burst != callerBurst || got.RateLimiter != nil {
+		t.Errorf("without limits, the manager's REST config has QPS %v, burst %d, rate limiter %v; want the caller's %v, %d, none",
+			got.QPS, got.Burst, got.RateLimiter, callerQPS, callerBurst)
+	}
+
+	for _, bad := range []struct {
+		qps   float32
+		burst int
+		want  string
+	}{
+		{-1, 10, "--kube-api-qps must be positive"},
+		{10, 0, "needs a positive --kube-api-burst"},
+		{0, 10, "needs --kube-api-qps"},
+		{10, -2, "--kube-api-burst must be positive"},
+	} {
+		c := base
+		c.KubeAPIQPS, c.KubeAPIBurst = bad.qps, bad.burst
+		if _, err := operator.New(cfg, c, ws); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("QPS %v, burst %d: error %v, want one containing %q", bad.qps, bad.burst, err, bad.want)
+		}
+	}
+
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "ratelimit")
+	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
+		oc.KubeAPIQPS, oc.KubeAPIBurst = 40, 80
+	})
+	if err := c.Create(context.Background(), tu.NewCR(tu.EchoGVK, ns, "echo", map[string]any{})); err != nil {
+		t.Fatal(err)
+	}
+	tu.WaitForCondition(t, c, tu.EchoGVK, ns, "echo", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+}
