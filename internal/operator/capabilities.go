@@ -37,6 +37,9 @@ type sharedCapabilities struct {
 	now   func() time.Time
 	// writes is told of every write to Helm's storage (ownWritesDriver).
 	writes *release.Writes
+	// actions is the registry of running actions, whose waits a newer
+	// generation preempts (preemptibleKube).
+	actions *release.Actions
 
 	// validators are the manifests' validators (validator.go).
 	validators sharedValidators
@@ -46,8 +49,8 @@ type sharedCapabilities struct {
 	at   time.Time
 }
 
-func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time, writes *release.Writes) *sharedCapabilities {
-	return &sharedCapabilities{inner: inner, now: now, writes: writes, validators: sharedValidators{now: now}}
+func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time, writes *release.Writes, actions *release.Actions) *sharedCapabilities {
+	return &sharedCapabilities{inner: inner, now: now, writes: writes, actions: actions, validators: sharedValidators{now: now}}
 }
 
 func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
@@ -62,7 +65,7 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
 		kc.Factory = s.validators.factory(kc.Factory)
 	}
-	cfg.KubeClient = withoutProbe(cfg.KubeClient)
+	cfg.KubeClient = preemptible(withoutProbe(cfg.KubeClient), s.actions, obj.GetNamespace(), obj.GetName())
 	if cfg.Releases != nil && cfg.Releases.Driver != nil {
 		// Outside the driver Config.WrapStorage returned: its injected
 		// failures are errors, never memoized (see memoDriver).

@@ -11,7 +11,7 @@ import (
 const CapabilitiesTTL = capabilitiesTTL
 
 func NewSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time) helmclient.ActionConfigGetter {
-	return newSharedCapabilities(inner, now, nil)
+	return newSharedCapabilities(inner, now, nil, nil)
 }
 
 // KubeFactory is the factory of Helm's kube client kc, as the operator

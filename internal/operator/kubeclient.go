@@ -1,6 +1,12 @@
 package operator
 
-import "helm.sh/helm/v3/pkg/kube"
+import (
+	"time"
+
+	"helm.sh/helm/v3/pkg/kube"
+
+	"github.com/helmapp/helm-app-operator/internal/release"
+)
 
 // unprobedKube is Helm's own Kubernetes client without its reachability
 // probe. Helm's install, upgrade, rollback and uninstall each begin with
@@ -39,4 +45,54 @@ func withoutProbe(kc kube.Interface) kube.Interface {
 		return unprobedKube{Client: c}
 	}
 	return kc
+}
+
+// preemptibleKube is unprobedKube whose waits — a hook's, and Helm's wait
+// for the release's objects — go through the process' registry of running
+// actions, so that a newer generation of the resource preempts them
+// (release.Actions.Wait). Its applying calls (Create, Update, Delete) are
+// Helm's own and are never cut short.
+type preemptibleKube struct {
+	unprobedKube
+	actions         *release.Actions
+	namespace, name string
+}
+
+var (
+	_ kube.Interface                    = preemptibleKube{}
+	_ kube.InterfaceExt                 = preemptibleKube{}
+	_ kube.InterfaceThreeWayMerge       = preemptibleKube{}
+	_ kube.InterfaceLogs                = preemptibleKube{}
+	_ kube.InterfaceDeletionPropagation = preemptibleKube{}
+	_ kube.InterfaceResources           = preemptibleKube{}
+)
+
+// preemptible returns kc with preemptible waits for the release ns/name when
+// it is unprobedKube, and kc itself otherwise.
+func preemptible(kc kube.Interface, actions *release.Actions, ns, name string) kube.Interface {
+	if c, ok := kc.(unprobedKube); ok && actions != nil {
+		return preemptibleKube{unprobedKube: c, actions: actions, namespace: ns, name: name}
+	}
+	return kc
+}
+
+// WatchUntilReady is the wait of a hook.
+func (k preemptibleKube) WatchUntilReady(resources kube.ResourceList, timeout time.Duration) error {
+	return k.actions.Wait(k.namespace, k.name, release.WaitingOnHook, func() error {
+		return k.unprobedKube.WatchUntilReady(resources, timeout)
+	})
+}
+
+// Wait is Helm's wait for the release's objects.
+func (k preemptibleKube) Wait(resources kube.ResourceList, timeout time.Duration) error {
+	return k.actions.Wait(k.namespace, k.name, release.WaitingOnWait, func() error {
+		return k.unprobedKube.Wait(resources, timeout)
+	})
+}
+
+// WaitWithJobs is Helm's wait for the release's objects, Jobs included.
+func (k preemptibleKube) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
+	return k.actions.Wait(k.namespace, k.name, release.WaitingOnWait, func() error {
+		return k.unprobedKube.WaitWithJobs(resources, timeout)
+	})
 }

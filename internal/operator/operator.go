@@ -233,7 +233,10 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	// Every write to Helm's storage is remembered, so that the storage watch
 	// wakes resources for the writes of others only.
 	writes := release.NewWrites()
-	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now, writes), helmclient.WithFailureRollbacks(false),
+	// The registry of running actions; a newer generation of a resource
+	// preempts the waits of its running action (release.Actions.Supersede).
+	actions := release.NewActions()
+	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now, writes, actions), helmclient.WithFailureRollbacks(false),
 		// Label every object of a release, so that a label-scoped cache can watch them.
 		helmclient.AppendPostRenderers(func(meta.RESTMapper, kube.Interface, client.Object) postrender.PostRenderer {
 			return dependents.Labeler{}
@@ -264,7 +267,6 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if err != nil {
 		return nil, fmt.Errorf("registering the metrics: %w", err)
 	}
-	actions := release.NewActions()
 	actions.ObserveWith(rec.ObserveAction)
 	cl := mgr.GetClient()
 	if c.WrapClient != nil {

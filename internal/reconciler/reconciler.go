@@ -427,6 +427,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	announced := r.announcePlan(ctx, obj, prev, out, runner.ProgressMessage(plan, before), undone)
 	result, err := runner.Run(ctx, plan, before, vals)
 	announced()
+	r.supersededEvent(obj, err)
 	r.driftEvent(obj, runner.Name, result.Drifted)
 	r.crdsEvent(obj, result.Action, result.CRDsApplied)
 	if result.Unlocked != nil {
@@ -515,7 +516,7 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		Options: ann.Helm,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
-		Known: knownRevision(prev),
-		CRDs:  r.opts.CRDs,
+		Known: knownRevision(prev), Generation: obj.GetGeneration(),
+		CRDs: r.opts.CRDs,
 	}, idErr
 }

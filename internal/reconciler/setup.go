@@ -38,6 +38,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		}
 		preds = append(preds, p)
 	}
+	// Last, so that it sees the generations of the selected resources.
+	preds = append(preds, r.superseding())
 	if concurrency < 1 {
 		concurrency = 1
 	}

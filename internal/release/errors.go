@@ -33,6 +33,18 @@ type Error struct {
 	// RetryAfter, when positive, is when to try again instead of the
 	// backoff: the moment the failure is known to end (a lock becomes stale).
 	RetryAfter time.Duration
+	// Superseded is set when the action failed because a newer generation
+	// of the resource preempted it (preempt.go).
+	Superseded *Superseded
+}
+
+// SupersededBy returns the preemption err reports, nil for none.
+func SupersededBy(err error) *Superseded {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Superseded
+	}
+	return nil
 }
 
 // RetryAfter returns the retry delay err asks for, 0 for the backoff's.

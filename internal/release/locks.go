@@ -3,6 +3,8 @@ package release
 import (
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Actions is the registry of the Helm actions this process is running, by
@@ -10,7 +12,10 @@ import (
 // process, so that a pending lock one of them holds is never taken for stale.
 type Actions struct {
 	mu      sync.Mutex
-	running map[string]string
+	running map[string]*runningAction
+	// seen is the newest generation the primary watch saw of each
+	// resource (see Supersede).
+	seen map[types.UID]int64
 	// ended is when the last action of this process on a release ended.
 	ended map[string]time.Time
 	// wrote is the newest revision an action of this process left on a
@@ -38,21 +43,40 @@ func (a *Actions) observed(kind, act string, start time.Time, err error) {
 
 // NewActions returns an empty registry.
 func NewActions() *Actions {
-	return &Actions{running: map[string]string{}, ended: map[string]time.Time{}, wrote: map[string]int{}}
+	return &Actions{running: map[string]*runningAction{}, seen: map[types.UID]int64{}, ended: map[string]time.Time{}, wrote: map[string]int{}}
 }
 
-// begin records that act runs on release ns/name; the returned function ends it.
-func (a *Actions) begin(ns, name, act string) (end func()) {
+// begin records that act runs on release ns/name for generation gen of
+// the resource uid; end ends it. An action begun for a generation older than
+// the newest the primary watch saw is superseded from the start (see
+// Supersede).
+func (a *Actions) begin(ns, name, act string, uid types.UID, gen int64) *runningAction {
+	ra := &runningAction{act: act, uid: uid, gen: gen, preempt: make(chan struct{})}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.running[ns+"/"+name] = ra
+	if uid != "" {
+		ra.supersede(a.seen[uid])
+	}
+	return ra
+}
+
+// track records that act, which no generation preempts (an uninstall, a
+// rollback), runs on release ns/name; the returned function ends it.
+func (a *Actions) track(ns, name, act string) (end func()) {
+	ra := a.begin(ns, name, act, "", 0)
+	return func() { a.end(ns, name, ra) }
+}
+
+// end records that the action ra on release ns/name ended.
+func (a *Actions) end(ns, name string, ra *runningAction) {
 	key := ns + "/" + name
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.running[key] = act
-	return func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
+	if a.running[key] == ra {
 		delete(a.running, key)
-		a.ended[key] = time.Now()
 	}
+	a.ended[key] = time.Now()
 }
 
 // EndedAt is when the last action of this process on release ns/name ended,
@@ -91,7 +115,10 @@ func (a *Actions) noteWrote(ns, name string, revision int) {
 func (a *Actions) Running(ns, name string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.running[ns+"/"+name]
+	if ra := a.running[ns+"/"+name]; ra != nil {
+		return ra.act
+	}
+	return ""
 }
 
 // Tenure is since when this process is the one reconciling: its start, then

@@ -69,6 +69,9 @@ type Runner struct {
 	Tenure  *Tenure
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Generation is the resource's generation this run is for: a newer one
+	// the primary watch sees preempts its waits (see Supersede).
+	Generation int64
 	// Known is the newest revision the resource's status names (deployed or
 	// failed), 0 for none: a newer one that this process did not write is
 	// someone else's (see Foreign).
@@ -150,13 +153,14 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 			r.Actions.noteWrote(r.Namespace, r.Name, res.State.Latest.Version)
 		}
 	}()
+	var preempted *Superseded
 	switch plan {
 	case PlanInstall, PlanRetryInstall:
 		res.Action = status.ActionInstall
-		err = r.running(ctx, res.Action, func(ctx context.Context) error { return r.install(ctx, plan, before, vals) })
+		preempted, err = r.running(ctx, res.Action, func(ctx context.Context) error { return r.install(ctx, plan, before, vals) })
 	case PlanUpgrade:
 		res.Action = status.ActionUpgrade
-		err = r.running(ctx, res.Action, func(ctx context.Context) error { return r.upgrade(ctx, before, vals) })
+		preempted, err = r.running(ctx, res.Action, func(ctx context.Context) error { return r.upgrade(ctx, before, vals) })
 	case PlanReapply:
 		// Re-applying writes no revision: what Helm stores is unchanged, so
 		// the steady-state reconcile lists release storage once, not twice.
@@ -189,15 +193,20 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	res.State, res.Observed = after, true
 	if err != nil {
 		if e, ok := err.(*Error); ok {
+			helmAction := "upgrade" // a retried install is an upgrade over the failed one
+			if plan == PlanInstall {
+				helmAction = "install"
+			}
 			if e.Revision == 0 {
 				e.Revision = storedRevision(before, after)
-				if e.Revision > 0 {
-					helmAction := "upgrade" // a retried install is an upgrade over the failed one
-					if plan == PlanInstall {
-						helmAction = "install"
-					}
+				if e.Revision > 0 && preempted == nil {
 					e.Err = nameHook(e.Err, after.Latest, helmAction, r.timeout())
 				}
+			}
+			if preempted != nil {
+				// The newer generation runs next: no remediation in between.
+				r.superseded(e, preempted, after, helmAction)
+				return res, err
 			}
 			r.remediate(&res, after, e)
 		}
@@ -243,14 +252,22 @@ func (r *Runner) unlockAndRun(ctx context.Context, before State, vals map[string
 }
 
 // running runs act as an action of this process on the release, recorded
-// in the registry, with a context that outlives ctx by ShutdownGrace.
-func (r *Runner) running(ctx context.Context, act string, run func(context.Context) error) error {
-	if r.Actions != nil {
-		defer r.Actions.begin(r.Namespace, r.Name, act)()
-	}
+// in the registry, with a context that outlives ctx by ShutdownGrace. It
+// returns, with run's error, the preemption of a wait of the action by a
+// newer generation, nil when none was preempted.
+func (r *Runner) running(ctx context.Context, act string, run func(context.Context) error) (*Superseded, error) {
 	actx, cancel := GraceContext(ctx, r.shutdownGrace())
 	defer cancel()
-	return run(actx)
+	if r.Actions == nil {
+		return nil, run(actx)
+	}
+	ra := r.Actions.begin(r.Namespace, r.Name, act, r.Owner.UID, r.Generation)
+	defer r.Actions.end(r.Namespace, r.Name, ra)
+	err := run(actx)
+	if err == nil {
+		return nil, nil
+	}
+	return r.Actions.preemptedBy(ra), err
 }
 
 // GraceContext returns a context that is cancelled grace after ctx is, or

@@ -36,7 +36,7 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 		defer func() { cfg.Log = forward }()
 	}
 	if r.Actions != nil {
-		defer r.Actions.begin(r.Namespace, r.Name, status.ActionUninstall)()
+		defer r.Actions.track(r.Namespace, r.Name, status.ActionUninstall)()
 	}
 	start := time.Now()
 	err := r.uninstall(keepHistory)

@@ -204,8 +204,9 @@ func Describe(u *unstructured.Unstructured) string {
 		m, _ := r.(map[string]any)
 		parts = append(parts, fmt.Sprintf("%v=%v/%v(%v)", m["type"], m["status"], m["reason"], m["message"]))
 	}
+	og, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "observedGeneration")
 	return fmt.Sprintf("generation %d, status.observedGeneration %v, conditions: %s", u.GetGeneration(),
-		u.Object["status"].(map[string]any)["observedGeneration"], strings.Join(parts, "; "))
+		og, strings.Join(parts, "; "))
 }
 
 // Eventually polls cond until it holds or timeout passes; the timeout bounds
