@@ -36,10 +36,15 @@ func Selector() labels.Selector {
 // rendered manifest (not to pod templates: it changes no selector). It
 // implements Helm's postrender.PostRenderer without importing Helm
 // (internal/operator, which hands it to Helm, asserts it does).
-type Labeler struct{}
+//
+// Labels are added too: the resource's values of the operator's shard label
+// keys, so that only the shard that owns the resource caches its objects.
+type Labeler struct {
+	Labels map[string]string
+}
 
 // Run labels each object of manifests.
-func (Labeler) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {
+func (lb Labeler) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(manifests, 4096)
 	out := &bytes.Buffer{}
 	for {
@@ -55,10 +60,10 @@ func (Labeler) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {
 			continue
 		}
 		if strings.HasSuffix(u.GetKind(), "List") {
-			if err := u.EachListItem(func(o runtime.Object) error { return label(o.(*unstructured.Unstructured)) }); err != nil {
+			if err := u.EachListItem(func(o runtime.Object) error { return lb.label(o.(*unstructured.Unstructured)) }); err != nil {
 				return nil, err
 			}
-		} else if err := label(u); err != nil {
+		} else if err := lb.label(u); err != nil {
 			return nil, err
 		}
 		b, err := yaml.Marshal(u.Object)
@@ -71,10 +76,13 @@ func (Labeler) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {
 	return out, nil
 }
 
-func label(u *unstructured.Unstructured) error {
+func (lb Labeler) label(u *unstructured.Unstructured) error {
 	l := u.GetLabels()
 	if l == nil {
 		l = map[string]string{}
+	}
+	for k, v := range lb.Labels {
+		l[k] = v
 	}
 	l[ManagedLabel] = ManagedLabelValue
 	u.SetLabels(l)

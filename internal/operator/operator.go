@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -55,10 +56,18 @@ type Config struct {
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof profiles, for measuring the
 	// operator; "0" or empty (the default) disables it.
-	PprofBindAddress        string
-	LeaderElection          bool
+	PprofBindAddress string
+	LeaderElection   bool
+	// LeaderElectionID is the Lease's name; with WatchLabelSelector set, a
+	// short hash of the selector is appended (sharding.go).
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+
+	// WatchLabelSelector (--watch-label-selector) restricts every cache of
+	// the operator to the resources it selects and to their release objects
+	// and records: one shard of the resources (docs/sharding.md). Empty
+	// means all resources.
+	WatchLabelSelector string
 
 	// ReadinessTimeout is the default for watches that set no readinessTimeout.
 	ReadinessTimeout time.Duration
@@ -169,10 +178,15 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			return nil, fmt.Errorf("--default-service-account must name a ServiceAccount, got %q: %s", sa, errs[0])
 		}
 	}
+	sh, err := parseShard(c.WatchLabelSelector)
+	if err != nil {
+		return nil, err
+	}
 	id := c.LeaderElectionID
 	if id == "" {
 		id = DefaultLeaderElectionID
 	}
+	id = sh.leaseID(id)
 	opts := ctrl.Options{
 		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  orDisabled(c.HealthProbeBindAddress),
@@ -194,6 +208,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	opts.Cache.ByObject = map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Label: reconciler.ReleaseRecordSelector},
 	}
+	sh.scope(&opts.Cache)
 	if len(c.WatchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range c.WatchNamespaces {
@@ -238,14 +253,14 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	actions := release.NewActions()
 	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now, writes, actions), helmclient.WithFailureRollbacks(false),
 		// Label every object of a release, so that a label-scoped cache can watch them.
-		helmclient.AppendPostRenderers(func(meta.RESTMapper, kube.Interface, client.Object) postrender.PostRenderer {
-			return dependents.Labeler{}
+		helmclient.AppendPostRenderers(func(_ meta.RESTMapper, _ kube.Interface, owner client.Object) postrender.PostRenderer {
+			return dependents.Labeler{Labels: sh.labelsOf(owner.GetLabels())}
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
 
-	depCache, err := dependentCache(mgr, opts.Cache.DefaultNamespaces, ws)
+	depCache, err := dependentCache(mgr, opts.Cache.DefaultNamespaces, sh.and(dependents.Selector()), ws)
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +335,8 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			},
 			UninstallWait: w.UninstallWait,
 			CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
+			ShardKeys:     sh.keys,
+			Shard:         sh.selector,
 			MaxRetries:    w.Retries(),
 			Timeout:       w.ActionTimeout(c.Timeout),
 			ShutdownGrace: c.ShutdownGrace,
@@ -347,7 +364,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 // dependentCache returns the one cache, restricted to the objects the operator
 // labelled, through which changes to release objects reach their owner; nil
 // when no watch asks for dependent watches.
-func dependentCache(mgr ctrl.Manager, namespaces map[string]cache.Config, ws []watches.Watch) (cache.Cache, error) {
+func dependentCache(mgr ctrl.Manager, namespaces map[string]cache.Config, selector labels.Selector, ws []watches.Watch) (cache.Cache, error) {
 	wanted := false
 	for _, w := range ws {
 		wanted = wanted || *w.WatchDependentResources
@@ -360,7 +377,7 @@ func dependentCache(mgr ctrl.Manager, namespaces map[string]cache.Config, ws []w
 		Scheme:               mgr.GetScheme(),
 		Mapper:               mgr.GetRESTMapper(),
 		DefaultNamespaces:    namespaces,
-		DefaultLabelSelector: dependents.Selector(),
+		DefaultLabelSelector: selector,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of release objects: %w", err)

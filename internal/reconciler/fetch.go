@@ -57,7 +57,10 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName, obj *u
 		// lag behind a re-creation), or about to retry a failure: ask the API
 		// server.
 	}
-	return r.opts.Client.Get(ctx, key, obj)
+	if err := r.opts.Client.Get(ctx, key, obj); err != nil {
+		return err
+	}
+	return r.inShard(obj)
 }
 
 // atLeast tells whether resourceVersion rv is want or newer; an empty want

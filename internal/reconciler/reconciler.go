@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -83,6 +84,13 @@ type Options struct {
 	UninstallWait bool
 	// CRDs is what installs and upgrades do with the chart's crds/ (watches.yaml crds).
 	CRDs release.CRDPolicy
+	// ShardKeys are the label keys of the operator's --watch-label-selector:
+	// a resource's values for them are carried by its release's revisions
+	// and objects (release.Shard). Empty without a selector.
+	ShardKeys []string
+	// Shard is the operator's --watch-label-selector, nil without one: a
+	// resource it does not select is not this instance's.
+	Shard labels.Selector
 	// Timeout bounds every Helm action of the kind's releases, each hook
 	// included, and is the age after which a pending lock is stale; 0 means
 	// release.DefaultTimeout. ShutdownGrace is how long a running action may
@@ -410,6 +418,11 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if adopted {
 		r.adoptedEvent(obj, before)
 	}
+	// A resource relabelled into this shard: its revisions are relabelled
+	// in place, no new revision (docs/sharding.md).
+	if _, err := runner.Reshard(before); err != nil {
+		return err
+	}
 	out.DeployedKnown, out.Deployed = true, release.Describe(before.Deployed)
 	vals, err := release.Values(obj, r.opts.OverrideValues)
 	if err != nil {
@@ -517,6 +530,6 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
 		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
 		Known: knownRevision(prev), Generation: obj.GetGeneration(),
-		CRDs: r.opts.CRDs,
+		CRDs: r.opts.CRDs, Shard: r.shard(obj),
 	}, idErr
 }

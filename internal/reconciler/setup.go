@@ -25,7 +25,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.opts.GVK)
 
-	preds := []predicate.Predicate{predicate.Or(
+	preds := []predicate.Predicate{r.leaving(), predicate.Or(
 		predicate.GenerationChangedPredicate{},
 		predicate.LabelChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},

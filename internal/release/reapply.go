@@ -92,11 +92,17 @@ func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured) (
 	err := r.KubeReader.Get(ctx, client.ObjectKeyFromObject(want), live)
 	switch {
 	case apierrors.IsNotFound(err):
+		if err := r.reshardObject(ctx, want, nil); err != nil {
+			return nil, err
+		}
 		obj := want.DeepCopy()
 		helmOwnership(obj, r.Name, r.Namespace)
 		return &restoration{verb: "create", obj: obj, name: name}, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if err := r.reshardObject(ctx, want, live); err != nil {
+		return nil, err
 	}
 	patch, err := driftPatch(want, live)
 	if err != nil {

@@ -79,6 +79,9 @@ type Runner struct {
 
 	// CRDs is what an install and an upgrade do with the chart's crds/.
 	CRDs CRDPolicy
+	// Shard is the resource's values of the operator's shard label keys,
+	// carried by every revision and object of the release (shard.go).
+	Shard Shard
 
 	// crdsApplied names the CRDs this run created or updated.
 	crdsApplied []string
@@ -332,5 +335,8 @@ func storedRevision(before, after State) int {
 func (r *Runner) labels() map[string]string {
 	l := r.Owner.labels()
 	l[LabelChartDigest] = r.ChartDigest
+	for k, v := range r.Shard.Labels {
+		l[k] = v
+	}
 	return l
 }

@@ -195,16 +195,23 @@ type operator struct {
 }
 
 func startOperator(dir, watchesPath, logPath, namespace string) (*operator, error) {
+	return startOperatorAs(dir, watchesPath, logPath, namespace, suite.cp.KubeconfigPath)
+}
+
+// startOperatorAs starts the operator with the credentials of kubeconfig and
+// the extra flags.
+func startOperatorAs(dir, watchesPath, logPath, namespace, kubeconfig string, extra ...string) (*operator, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"--watches-file=" + watchesPath, "--metrics-bind-address=0", "--health-probe-bind-address=0"}
 	// E2E_OPERATOR_FLAGS adds flags, e.g. --zap-log-level=debug when chasing a failure.
+	args = append(args, extra...)
 	args = append(args, strings.Fields(os.Getenv("E2E_OPERATOR_FLAGS"))...)
 	cmd := exec.Command(suite.manager, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+suite.cp.KubeconfigPath, "WATCH_NAMESPACE="+namespace)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE="+namespace)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group (a terminal's Ctrl-C reaches the test binary,
 	// which stops it in order); killed by the kernel if the test binary dies.

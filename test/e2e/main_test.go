@@ -76,6 +76,8 @@ func runSuite(m *testing.M) int {
 		Full:              true,
 		CRDDirectoryPaths: []string{filepath.Join(suite.root, "config", "crd", "bases")},
 		WorkDir:           filepath.Join(dir, "cluster"),
+		// The shard test tells the operators' requests apart by user.
+		AuditLog: true,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the local cluster:", err)
