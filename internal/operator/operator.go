@@ -320,6 +320,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			},
 			UninstallWait: w.UninstallWait,
 			CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
+			Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
 			MaxRetries:    w.Retries(),
 			Timeout:       w.ActionTimeout(c.Timeout),
 			ShutdownGrace: c.ShutdownGrace,
@@ -390,3 +391,11 @@ func orDisabled(addr string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testTimeout is the watch's test.timeout, 0 (the action timeout) when unset.
+func testTimeout(w watches.Watch) time.Duration {
+	if w.Test.Timeout != nil {
+		return w.Test.Timeout.Duration
+	}
+	return 0
+}
