@@ -26,6 +26,9 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"deployedRelease": deployedReleaseSchema(),
 			"failedRelease":   failedReleaseSchema(),
 			"resources":       resourcesSchema(),
+			"lastTestRun":     lastTestRunSchema(),
+			"lastHandledTest": stringProp(
+				"The last value of the annotation helmapp.io/test the operator acted on."),
 			"phase": stringProp(
 				"Ready's verdict in one string, for the OpenShift console's Status column: Ready, \"Stalled: <reason>\", \"NotReady: <reason>\" or \"Progressing[: <reason>]\". Derived from the Ready condition, which is the contract."),
 		},
@@ -116,6 +119,35 @@ func failedReleaseSchema() apiextensionsv1.JSONSchemaProps {
 			"reason":   stringProp("Machine-readable CamelCase reason of the failure."),
 			"message":  stringProp("Human-readable description of the failure."),
 			"time":     timeProp("When the attempt failed."),
+		},
+	}
+}
+
+func lastTestRunSchema() apiextensionsv1.JSONSchemaProps {
+	hook := apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "A test hook of the run.",
+		Required:    []string{"name", "phase"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name":        stringProp("Name of the test hook."),
+			"phase":       stringProp("Helm's phase of the hook: Succeeded, Failed, Running, Unknown, or NotRun when an earlier hook failed."),
+			"startedAt":   timeProp("When the hook started."),
+			"completedAt": timeProp("When the hook completed."),
+		},
+	}
+	return apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "The last run of the chart's test hooks (watches.yaml test). Never holds the test pods' logs.",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"revision":       intProp("The release revision tested."),
+			"startedAt":      timeProp("When the run started."),
+			"completedAt":    timeProp("When the run completed; absent while it runs."),
+			"ignoreFailures": {Type: "boolean", Description: "The watch's test.ignoreFailures at the run: a failed test then does not make the resource not Ready."},
+			"hooks": {
+				Type:        "array",
+				Description: "The chart's test hooks, in the order Helm runs them.",
+				Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &hook},
+			},
 		},
 	}
 }

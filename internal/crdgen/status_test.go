@@ -19,6 +19,8 @@ func TestStatusSchema(t *testing.T) {
 		"failedRelease":           "object/",
 		"resources":               "object/",
 		"phase":                   "string/",
+		"lastTestRun":             "object/",
+		"lastHandledTest":         "string/",
 	}
 	for name, want := range wantFields {
 		p, ok := s.Properties[name]
@@ -55,6 +57,12 @@ func TestStatusSchema(t *testing.T) {
 	fr := s.Properties["failedRelease"].Properties
 	if len(fr["action"].Enum) != 4 || fr["time"].Format != "date-time" || fr["revision"].Type != "integer" {
 		t.Errorf("failedRelease = %+v", fr)
+	}
+	tr := s.Properties["lastTestRun"].Properties
+	hook := tr["hooks"].Items.Schema.Properties
+	if tr["startedAt"].Format != "date-time" || tr["completedAt"].Format != "date-time" || tr["revision"].Type != "integer" ||
+		hook["startedAt"].Format != "date-time" || hook["completedAt"].Format != "date-time" || hook["name"].Type != "string" || hook["phase"].Type != "string" {
+		t.Errorf("lastTestRun = %+v, hooks %+v", tr, hook)
 	}
 	nr := s.Properties["resources"].Properties["notReady"]
 	if nr.MaxItems == nil || *nr.MaxItems != 10 || len(nr.Items.Schema.Properties) != 6 {

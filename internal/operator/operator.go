@@ -337,6 +337,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
 			ShardKeys:     sh.keys,
 			Shard:         sh.selector,
+			Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
 			MaxRetries:    w.Retries(),
 			Timeout:       w.ActionTimeout(c.Timeout),
 			ShutdownGrace: c.ShutdownGrace,
@@ -407,3 +408,11 @@ func orDisabled(addr string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testTimeout is the watch's test.timeout, 0 (the action timeout) when unset.
+func testTimeout(w watches.Watch) time.Duration {
+	if w.Test.Timeout != nil {
+		return w.Test.Timeout.Duration
+	}
+	return 0
+}

@@ -91,6 +91,9 @@ type Options struct {
 	// Shard is the operator's --watch-label-selector, nil without one: a
 	// resource it does not select is not this instance's.
 	Shard labels.Selector
+	// Tests says whether the chart's test hooks run after each successful
+	// install or upgrade (watches.yaml test).
+	Tests release.TestPolicy
 	// Timeout bounds every Helm action of the kind's releases, each hook
 	// included, and is the age after which a pending lock is stale; 0 means
 	// release.DefaultTimeout. ShutdownGrace is how long a running action may
@@ -218,7 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		prev = p
 	}
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
-		ReadinessTimeout: r.opts.ReadinessTimeout, MaxRetries: r.opts.MaxRetries}
+		ReadinessTimeout: r.opts.ReadinessTimeout, MaxRetries: r.opts.MaxRetries, TestsEnabled: r.opts.Tests.Enable}
 	gone := false
 	defer func() {
 		if gone {
@@ -457,6 +460,9 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 		// This reconcile wrote the objects (or may have): judge what the
 		// server holds now, which the cache may not hold yet.
 		ctx = dependents.ReadFresh(ctx)
+	}
+	if err == nil {
+		r.test(ctx, obj, prev, out, runner, result, redactor)
 	}
 	if err != nil {
 		if result.Observed {

@@ -22,6 +22,9 @@ const (
 	// AnnotationUninstallOnDelete "false" lets a deleted resource go without
 	// uninstalling its release: its history and its objects stay.
 	AnnotationUninstallOnDelete = "helmapp.io/uninstall-on-delete"
+	// AnnotationTest set to a new value runs the chart's test hooks again
+	// (watches.yaml test.enable).
+	AnnotationTest = "helmapp.io/test"
 
 	AnnotationInstallDisableHooks   = "helm.sdk.operatorframework.io/install-disable-hooks"
 	AnnotationUpgradeDisableHooks   = "helm.sdk.operatorframework.io/upgrade-disable-hooks"
@@ -38,6 +41,8 @@ type Annotations struct {
 	Paused bool
 	// Retry is the value of AnnotationRetry, empty when unset.
 	Retry string
+	// Test is the value of AnnotationTest, empty when unset.
+	Test string
 	// UninstallOnDelete is false when AnnotationUninstallOnDelete says so.
 	UninstallOnDelete bool
 	// Helm are the options of the Helm actions.
@@ -56,7 +61,7 @@ type HelmOptions struct {
 // is an *Error stalled with InvalidAnnotation that names it and its value:
 // guessing what the user meant could run hooks they wanted off.
 func ParseAnnotations(ann map[string]string) (Annotations, error) {
-	a := Annotations{Retry: ann[AnnotationRetry], UninstallOnDelete: true}
+	a := Annotations{Retry: ann[AnnotationRetry], Test: ann[AnnotationTest], UninstallOnDelete: true}
 	a.Helm.InstallDescription = ann[AnnotationInstallDescription]
 	a.Helm.UpgradeDescription = ann[AnnotationUpgradeDescription]
 	a.Helm.UninstallDescription = ann[AnnotationUninstallDescription]

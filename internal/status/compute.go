@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -69,6 +70,18 @@ type Outcome struct {
 	Held bool
 	// Paused is true while the annotation helmapp.io/paused is "true".
 	Paused bool
+
+	// TestsEnabled is the watch's test.enable: without it TestSuccess and
+	// lastTestRun are removed.
+	TestsEnabled bool
+	// Test is the run of the chart's test hooks this reconcile did, nil for
+	// none (the last run's record stays); unfinished (no CompletedAt) while
+	// it runs. TestFailure says which hook failed and why, empty when none did.
+	Test        *TestRun
+	TestFailure string
+	// TestRequest is the new value of the annotation helmapp.io/test that
+	// this reconcile acts on; lastHandledTest records it.
+	TestRequest string
 }
 
 // Readiness is the verdict on the deployed release's objects.
@@ -112,6 +125,9 @@ func Compute(prev Status, o Outcome) Status {
 	if o.Retry != "" {
 		s.LastHandledRetry = o.Retry
 	}
+	if o.TestRequest != "" {
+		s.LastHandledTest = o.TestRequest
+	}
 	if o.DeployedKnown {
 		s.DeployedRelease = o.Deployed
 	}
@@ -139,6 +155,7 @@ func Compute(prev Status, o Outcome) Status {
 	c.irreconcilable(o)
 	c.resourcesReady(o)
 	c.stalledAndReconciling(o, OutOfRetries(prev, o))
+	c.testSuccess(o)
 	// A verdict kept from an earlier reconcile still holds for this
 	// generation, but for a readiness verdict not judged this time: its
 	// observedGeneration stays that of the reconcile that judged it.
@@ -395,4 +412,37 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 
 func isReleaseAction(a string) bool {
 	return a == ActionInstall || a == ActionUpgrade || a == ActionUninstall
+}
+
+// testSuccess records the test run of o and its verdict in TestSuccess;
+// a run under way also makes Reconciling True.
+func (c conditionSetter) testSuccess(o Outcome) {
+	if !o.TestsEnabled {
+		meta.RemoveStatusCondition(&c.s.Conditions, TypeTestSuccess)
+		c.s.LastTestRun = nil
+		return
+	}
+	if o.Test == nil {
+		return
+	}
+	run := o.Test.DeepCopy()
+	c.s.LastTestRun = run
+	switch {
+	case run.CompletedAt == nil:
+		msg := fmt.Sprintf("Running the test hooks of revision %d", run.Revision)
+		c.set(TypeTestSuccess, metav1.ConditionUnknown, ReasonAwaitingTests, msg)
+		c.set(TypeReconciling, metav1.ConditionTrue, ReasonAwaitingTests, msg)
+	case o.TestFailure != "":
+		c.set(TypeTestSuccess, metav1.ConditionFalse, ReasonTestFailed, o.TestFailure)
+	case len(run.Hooks) == 0:
+		c.set(TypeTestSuccess, metav1.ConditionTrue, ReasonTestSucceeded,
+			fmt.Sprintf("Revision %d has no test hooks", run.Revision))
+	default:
+		names := make([]string, len(run.Hooks))
+		for i, h := range run.Hooks {
+			names[i] = h.Name
+		}
+		c.set(TypeTestSuccess, metav1.ConditionTrue, ReasonTestSucceeded,
+			fmt.Sprintf("The test hooks of revision %d succeeded: %s", run.Revision, strings.Join(names, ", ")))
+	}
 }

@@ -30,6 +30,9 @@ const (
 	// TypePaused is True while the annotation helmapp.io/paused is "true";
 	// absent otherwise.
 	TypePaused = "Paused"
+	// TypeTestSuccess is the verdict of the last run of the chart's test
+	// hooks (watches.yaml test.enable); absent when tests are off.
+	TypeTestSuccess = "TestSuccess"
 )
 
 // Reasons. Every condition this operator writes carries one of these; none is empty.
@@ -152,6 +155,16 @@ const (
 	// ReasonStalled: Reconciling=False because the resource is stalled.
 	ReasonStalled = "Stalled"
 
+	// TestSuccess (watches.yaml test): ReasonAwaitingTests, Unknown (and
+	// Reconciling=True), while the test hooks run after an install, an
+	// upgrade or a new value of the annotation helmapp.io/test;
+	// ReasonTestSucceeded, True, every test hook succeeded;
+	// ReasonTestFailed, False, a test hook failed: the message names it and
+	// Helm's error. Without test.ignoreFailures, Ready follows it.
+	ReasonAwaitingTests = "AwaitingTests"
+	ReasonTestSucceeded = "TestSucceeded"
+	ReasonTestFailed    = "TestFailed"
+
 	// ReasonReconcilePaused: Paused=True, the annotation helmapp.io/paused is "true".
 	ReasonReconcilePaused = "ReconcilePaused"
 )
@@ -170,5 +183,5 @@ const (
 // other types under status.conditions belong to someone else and are kept as they are.
 var OwnedConditionTypes = []string{
 	TypeReady, TypeReconciling, TypeStalled, TypeInitialized,
-	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable, TypePaused,
+	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable, TypePaused, TypeTestSuccess,
 }

@@ -33,5 +33,24 @@ func (s *Status) DeepCopy() *Status {
 		f := *s.FailedRelease
 		out.FailedRelease = &f
 	}
+	if s.LastTestRun != nil {
+		out.LastTestRun = s.LastTestRun.DeepCopy()
+	}
+	return &out
+}
+
+// DeepCopy returns a copy of t that shares no memory with it.
+func (t *TestRun) DeepCopy() *TestRun {
+	out := *t
+	out.StartedAt = *t.StartedAt.DeepCopy()
+	out.CompletedAt = t.CompletedAt.DeepCopy()
+	out.Hooks = make([]TestHook, len(t.Hooks))
+	for i, h := range t.Hooks {
+		h.StartedAt, h.CompletedAt = h.StartedAt.DeepCopy(), h.CompletedAt.DeepCopy()
+		out.Hooks[i] = h
+	}
+	if t.Hooks == nil {
+		out.Hooks = nil
+	}
 	return &out
 }

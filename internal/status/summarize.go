@@ -9,7 +9,8 @@ import (
 // writes Ready. Ready is True only when the resource's current generation is
 // deployed, its objects are ready, and no failure stands; the first standing
 // problem, in the order Stalled, ReleaseFailed, Irreconcilable,
-// ResourcesReady, Reconciling, gives Ready its reason and message, so
+// ResourcesReady, TestSuccess (unless its failures are ignored),
+// Reconciling, gives Ready its reason and message, so
 // `kubectl get` shows the cause in the Reason column. It also sets Phase, the
 // one string the OpenShift console shows in its Status column, from Ready
 // (see phase).
@@ -21,6 +22,12 @@ func Summarize(s *Status, generation int64) {
 		return c, c != nil && c.Status == metav1.ConditionTrue
 	}
 
+	// TestSuccess counts unless tests are off or their failures ignored.
+	var tests *metav1.Condition
+	if t := s.LastTestRun; t != nil && !t.IgnoreFailures {
+		tests = find(TypeTestSuccess)
+	}
+
 	_, stalled := isTrue(TypeStalled)
 	if c, ok := isTrue(TypeStalled); ok {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
@@ -29,6 +36,8 @@ func Summarize(s *Status, generation int64) {
 	} else if c, ok := isTrue(TypeIrreconcilable); ok {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
 	} else if c := find(TypeResourcesReady); c != nil && c.Status != metav1.ConditionTrue && s.DeployedRelease != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
+	} else if c := tests; c != nil && c.Status == metav1.ConditionFalse {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
 	} else if c, ok := isTrue(TypeReconciling); ok {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, c.Reason, c.Message

@@ -21,6 +21,12 @@ type Status struct {
 	// LastHandledRetry is the last value of the annotation helmapp.io/retry
 	// acted on: a different value asks for a fresh attempt.
 	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+	// LastTestRun is the last run of the chart's test hooks, when the
+	// watch's test.enable is true.
+	LastTestRun *TestRun `json:"lastTestRun,omitempty"`
+	// LastHandledTest is the last value of the annotation helmapp.io/test
+	// acted on: a different value runs the tests again.
+	LastHandledTest string `json:"lastHandledTest,omitempty"`
 	// Resources is the readiness of the deployed release's objects.
 	Resources *Resources `json:"resources,omitempty"`
 	// Phase is Ready's verdict in one string for the OpenShift console's
@@ -82,4 +88,29 @@ type FailedRelease struct {
 	Reason   string      `json:"reason"`
 	Message  string      `json:"message"`
 	Time     metav1.Time `json:"time"`
+}
+
+// TestRun is the last run of the chart's test hooks (watches.yaml test). It
+// holds names, phases and times, never the test pods' logs.
+type TestRun struct {
+	// Revision is the release revision tested.
+	Revision int `json:"revision,omitempty"`
+	// StartedAt and CompletedAt bound the run; CompletedAt is unset while it runs.
+	StartedAt   metav1.Time  `json:"startedAt"`
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Hooks are the chart's test hooks in the order Helm runs them.
+	Hooks []TestHook `json:"hooks,omitempty"`
+	// IgnoreFailures is the watch's test.ignoreFailures at the run: a failed
+	// test then does not make the resource not Ready.
+	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
+}
+
+// TestHook is one test hook of a run.
+type TestHook struct {
+	Name string `json:"name"`
+	// Phase is Helm's: Succeeded, Failed, Running, Unknown, or NotRun when
+	// an earlier hook failed.
+	Phase       string       `json:"phase"`
+	StartedAt   *metav1.Time `json:"startedAt,omitempty"`
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }

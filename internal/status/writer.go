@@ -18,6 +18,7 @@ import (
 var ownedFields = []string{
 	"observedGeneration", "deployedRelease", "failedRelease",
 	"lastAttemptedGeneration", "failures", "resources", "lastHandledRetry", "phase",
+	"lastTestRun", "lastHandledTest",
 }
 
 // shortMessageLength is the bound used when the API server refused a status

@@ -65,6 +65,27 @@ type Watch struct {
 	// CRDInstall Create (default) or Skip; CRDUpgrade Skip (default), Create
 	// or CreateReplace.
 	CRDInstall, CRDUpgrade string
+	// Test, our extension (test: {enable, timeout, ignoreFailures}), runs
+	// the chart's test hooks after each successful install or upgrade.
+	Test Test
+}
+
+// Test is the test field of a watch entry.
+type Test struct {
+	// Enable runs the chart's test hooks after each successful install or
+	// upgrade, and when the annotation helmapp.io/test gets a new value.
+	Enable bool
+	// Timeout bounds each test hook; nil means the watch's timeout.
+	Timeout *metav1.Duration
+	// IgnoreFailures keeps a failed test out of Ready: TestSuccess still says it.
+	IgnoreFailures bool
+}
+
+// testEntry is the test field of an entry.
+type testEntry struct {
+	Enable         *bool            `json:"enable,omitempty"`
+	Timeout        *metav1.Duration `json:"timeout,omitempty"`
+	IgnoreFailures *bool            `json:"ignoreFailures,omitempty"`
 }
 
 // CRD policies of a watch entry's crds field.
@@ -121,6 +142,7 @@ type entry struct {
 	ServiceAccount          *string               `json:"serviceAccount,omitempty"`
 	Storage                 *string               `json:"storage,omitempty"`
 	CRDs                    *crdsEntry            `json:"crds,omitempty"`
+	Test                    *testEntry            `json:"test,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -185,6 +207,10 @@ func parse(raw []byte) ([]Watch, error) {
 		if e.CRDs != nil {
 			out[i].CRDInstall, out[i].CRDUpgrade = orDefault(e.CRDs.Install, CRDCreate), orDefault(e.CRDs.Upgrade, CRDSkip)
 		}
+		if t := e.Test; t != nil {
+			out[i].Test = Test{Enable: t.Enable != nil && *t.Enable, Timeout: t.Timeout,
+				IgnoreFailures: t.IgnoreFailures != nil && *t.IgnoreFailures}
+		}
 	}
 	return out, nil
 }
@@ -242,6 +268,9 @@ func validate(e entry) error {
 		if err := oneOf(name, "crds.upgrade", e.CRDs.Upgrade, CRDSkip, CRDCreate, CRDCreateReplace); err != nil {
 			return err
 		}
+	}
+	if t := e.Test; t != nil && t.Timeout != nil && t.Timeout.Duration <= 0 {
+		return fmt.Errorf("%s: field test.timeout must be positive, got %s", name, t.Timeout.Duration)
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -320,7 +349,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

@@ -137,6 +137,27 @@ func TestLoadCRDPolicy(t *testing.T) {
 	}
 }
 
+// test is off unless enabled; its timeout falls back to the watch's.
+func TestLoadTest(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART}
+- {group: g, version: v1, kind: B, chart: CHART, test: {enable: true, timeout: 30s, ignoreFailures: true}}
+- {group: g, version: v1, kind: C, chart: CHART, test: {enable: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws[0].Test.Enable || ws[0].Test.Timeout != nil || ws[0].Test.IgnoreFailures {
+		t.Errorf("entry 1: test %+v, want off", ws[0].Test)
+	}
+	if !ws[1].Test.Enable || ws[1].Test.Timeout == nil || ws[1].Test.Timeout.Duration != 30*time.Second || !ws[1].Test.IgnoreFailures {
+		t.Errorf("entry 2: test %+v, want enabled, 30s, ignoring failures", ws[1].Test)
+	}
+	if !ws[2].Test.Enable || ws[2].Test.Timeout != nil || ws[2].Test.IgnoreFailures {
+		t.Errorf("entry 3: test %+v, want enabled with the watch's timeout", ws[2].Test)
+	}
+}
+
 func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 	// An environment value with a comma cannot be set as one Helm value.
 	t.Setenv("HELMAPP_TEST_LIST", "a,b")
@@ -149,7 +170,7 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"overrideValues value Helm cannot set", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {image.tag: $HELMAPP_TEST_LIST}}", `entry 1: (g/v1 A): field overrideValues: key "image.tag": cannot be set as a Helm value (key=value, as --set does): key "b" has no value`},
 		{"duplicate kind names both entries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "entry 2: (g/v1 A): fields group, version, kind: duplicate GVK, already watched by entry 1"},
 		{"unknown field", "- {group: g, version: v1, kind: A, chart: CHART, chartz: x}", `entry 1: unknown field "chartz"`},
-		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout, serviceAccount, storage, crds)"},
+		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout, serviceAccount, storage, crds, test)"},
 		{"wrong type", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxConcurrentReconciles: two}", "entry 2: field maxConcurrentReconciles: json: cannot unmarshal string"},
 		{"missing kind", "- {group: g, version: v1, chart: CHART}", "entry 1: (g/v1 ): field kind is required"},
 		{"missing chart dir", "- {group: g, version: v1, kind: A, chart: /nonexistent/chart}", "entry 1: (g/v1 A): field chart: stat /nonexistent/chart"},
@@ -157,7 +178,7 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
 		{"negative maxRetries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxRetries: -1}", "entry 2: (g/v1 B): field maxRetries must not be negative (0 means no bound), got -1"},
 		{"maxRetries not a number", "- {group: g, version: v1, kind: A, chart: CHART, maxRetries: often}", "entry 1: field maxRetries: json: cannot unmarshal string"},
-		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries, timeout, serviceAccount, storage, crds)"},
+		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test)"},
 		{"negative timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: -1m}", "entry 1: (g/v1 A): field timeout must not be negative, got -1m0s"},
 		{"bad timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: soon}", "entry 1: field timeout: time: invalid duration"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},
@@ -165,6 +186,8 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad upgradeRemediation", "- {group: g, version: v1, kind: A, chart: CHART, upgradeRemediation: uninstall}", `entry 1: (g/v1 A): field upgradeRemediation must be one of none, rollback, got "uninstall"`},
 		{"bad crds.upgrade", "- {group: g, version: v1, kind: A, chart: CHART, crds: {upgrade: Replace}}", `entry 1: (g/v1 A): field crds.upgrade must be one of Skip, Create, CreateReplace, got "Replace"`},
 		{"bad crds.install", "- {group: g, version: v1, kind: A, chart: CHART, crds: {install: CreateReplace}}", `entry 1: (g/v1 A): field crds.install must be one of Create, Skip, got "CreateReplace"`},
+		{"bad test.timeout", "- {group: g, version: v1, kind: A, chart: CHART, test: {enable: true, timeout: 0s}}", `entry 1: (g/v1 A): field test.timeout must be positive, got 0s`},
+		{"unknown test field", "- {group: g, version: v1, kind: A, chart: CHART, test: {enabled: true}}", `entry 1: field test: json: unknown field "enabled"`},
 		{"unknown crds field", "- {group: g, version: v1, kind: A, chart: CHART, crds: {delete: true}}", `entry 1: field crds: json: unknown field "delete"`},
 		{"bad storage", "- {group: g, version: v1, kind: A, chart: CHART, storage: configmaps}", `entry 1: (g/v1 A): field storage must be one of secrets, chunked, got "configmaps"`},
 		{"bad installRemediation", "- {group: g, version: v1, kind: A, chart: CHART, installRemediation: rollback}", `entry 1: (g/v1 A): field installRemediation must be one of none, uninstall, got "rollback"`},

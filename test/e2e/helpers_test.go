@@ -70,7 +70,14 @@ type watchOptions struct {
 	hooked bool
 	// timeout, when set, is set on every watch.
 	timeout string
+	// tested adds the test kind Bulky (test.helmapp.io/v1), released from
+	// testdata/charts/jobtested, whose test hook is a Job, with
+	// test: {enable: true}; its CRD is applied.
+	tested bool
 }
+
+// testedGVR is the Bulky test kind (watchOptions.tested).
+var testedGVR = schema.GroupVersionResource{Group: "test.helmapp.io", Version: "v1", Resource: "bulkies"}
 
 // hookedGVR is the Hooked test kind (watchOptions.hooked).
 var hookedGVR = schema.GroupVersionResource{Group: "test.helmapp.io", Version: "v1", Resource: "hookeds"}
@@ -95,6 +102,11 @@ func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 		e.kubectl("apply", "-f", crd)
 		e.kubectl("wait", "--for=condition=Established", "crd/hookeds.test.helmapp.io", "--timeout="+deadline.String())
 	}
+	if w.tested {
+		crd := filepath.Join(suite.root, "internal", "reconciler", "testdata", "crds", "test.helmapp.io_bulkies.yaml")
+		e.kubectl("apply", "-f", crd)
+		e.kubectl("wait", "--for=condition=Established", "crd/bulkies.test.helmapp.io", "--timeout="+deadline.String())
+	}
 	e.watchesPath = filepath.Join(e.dir, "watches.yaml")
 	if err := writeWatches(e.watchesPath, w); err != nil {
 		t.Fatal(err)
@@ -108,6 +120,9 @@ func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 	kinds := []string{"nginx"}
 	if w.hooked {
 		kinds = append(kinds, "hookeds")
+	}
+	if w.tested {
+		kinds = append(kinds, "bulkies")
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -172,6 +187,10 @@ func writeWatches(path string, w watchOptions) error {
 	if w.hooked {
 		entries = append(entries, map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked",
 			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")})
+	}
+	if w.tested {
+		entries = append(entries, map[string]any{"group": testedGVR.Group, "version": testedGVR.Version, "kind": "Bulky",
+			"chart": filepath.Join(suite.root, "test", "e2e", "testdata", "charts", "jobtested"), "test": map[string]any{"enable": true}})
 	}
 	for _, entry := range entries {
 		if w.timeout != "" {
