@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
@@ -67,18 +68,7 @@ func TestLeaseRuleNamesTheLeaderElectionID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := Generate(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := files.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	csv, err := ReadCSV(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	csv := generatedCSV(t, opts)
 	st := csv.Spec.InstallStrategy.StrategySpec
 	var id string
 	for _, a := range st.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Args {
@@ -108,4 +98,23 @@ func TestLeaseRuleNamesTheLeaderElectionID(t *testing.T) {
 	if !slices.Equal(unnamed, []string{"create"}) || !slices.Equal(named, []string{"get,update"}) {
 		t.Errorf("Lease rules: unnamed %v, named %v; want [create] and [get,update] on %s", unnamed, named, id)
 	}
+}
+
+// generatedCSV generates the bundle of opts into a temporary directory and
+// reads its ClusterServiceVersion back.
+func generatedCSV(t *testing.T, opts Options) *v1alpha1.ClusterServiceVersion {
+	t.Helper()
+	files, err := Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := files.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	csv, err := ReadCSV(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return csv
 }

@@ -111,18 +111,7 @@ func TestTenancyRoleOnlyReadsTheChartsKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.Tenancy = true
-	files, err := Generate(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := files.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	csv, err := ReadCSV(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	csv := generatedCSV(t, opts)
 	st := csv.Spec.InstallStrategy.StrategySpec
 	for _, p := range append(st.Permissions, st.ClusterPermissions...) {
 		for _, r := range p.Rules {

@@ -171,9 +171,9 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 		LabelTitle:       "helm-app-operator-catalog",
 		LabelDescription: "The file-based catalog of helm-app-operator, served by opm " + version + ".",
 	}
-	base := append(img.Passwd(UID, UserName, HomeDir), img.Dir(HomeDir, 0o775, UID, 0), img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0),
-		// opm writes a default one when there is none (and warns when it cannot).
-		img.File{Path: "/etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")})
+	// opm writes a default /etc/nsswitch.conf when there is none (and warns
+	// when it cannot).
+	base := baseFiles(img.File{Path: "/etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")})
 	var images []v1.Image
 	for _, p := range opts.Platforms {
 		bin, err := OPM(ctx, opts.Root, p, opts.Go)

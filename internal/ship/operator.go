@@ -79,11 +79,7 @@ func BuildOperator(ctx context.Context, opts OperatorOptions) (v1.ImageIndex, er
 		LabelTitle:       "helm-app-operator",
 		LabelDescription: "Turns custom resources into Helm releases and reports the truth about them in their status.",
 	}
-	base := append(img.Passwd(UID, UserName, HomeDir),
-		// Group 0 may write HOME too: OpenShift runs the image as an
-		// arbitrary UID in group 0.
-		img.Dir(HomeDir, 0o775, UID, 0),
-		img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0))
+	base := baseFiles()
 	app := append([]img.File{
 		img.Dir(WorkDir, 0o755, 0, 0),
 		{Path: WorkDir + "/watches.yaml", Mode: 0o644, Data: watches},
@@ -149,4 +145,15 @@ func goBuild(ctx context.Context, goCmd, dir string, env []string, out string, a
 		return fmt.Errorf("%w\n%s", err, b)
 	}
 	return nil
+}
+
+// baseFiles are the files of every image's first layer: the /etc/passwd
+// entry of the numeric non-root USER, its HOME and /tmp, then extra.
+func baseFiles(extra ...img.File) []img.File {
+	files := append(img.Passwd(UID, UserName, HomeDir),
+		// Group 0 may write HOME too: OpenShift runs the image as an
+		// arbitrary UID in group 0.
+		img.Dir(HomeDir, 0o775, UID, 0),
+		img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0))
+	return append(files, extra...)
 }
