@@ -11,12 +11,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,93 +34,6 @@ const statusWriteTimeout = 10 * time.Second
 // statusRewriteDelay is when a status that could not be written is written
 // again, whatever the backoff of the reconcile's failure.
 const statusRewriteDelay = time.Second
-
-// Options configure a Reconciler. New validates them once.
-type Options struct {
-	// Client reads and writes the watched resources.
-	Client client.Client
-	// GVK is the watched kind.
-	GVK schema.GroupVersionKind
-	// Chart is the chart every resource of the kind is released from.
-	Chart *release.Chart
-	// OverrideValues are set on top of each resource's spec (watches.yaml overrideValues).
-	OverrideValues map[string]string
-	// ActionClientGetter gives the Helm action client of a resource.
-	ActionClientGetter release.ClientGetter
-	// Recorder emits the events of the status contract.
-	Recorder events.EventRecorder
-	// ReconcilePeriod re-runs a settled resource's reconcile to correct drift; 0 disables it.
-	ReconcilePeriod time.Duration
-	// MaxHistory bounds the revisions kept per release; 0 means release.DefaultMaxHistory.
-	MaxHistory int
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Reader reads the release's objects for their readiness and the drift
-	// check: the manager's APIReader, or a dependents.Reader over it that
-	// serves them from the cache of labelled objects. RESTMapper tells their
-	// scope.
-	Reader     client.Reader
-	RESTMapper meta.RESTMapper
-	// Cache reads the watched resources from the manager's cache (see
-	// fetch); nil reads them with Client.
-	Cache client.Reader
-	// Tracker is shared with the Reader and the dependents' watches: what
-	// the reconciles have read of the releases' objects (see
-	// dependents.Tracker). Nil when dependent watches are off.
-	Tracker *dependents.Tracker
-	// ReadinessTimeout is how long after a deployment the release's objects
-	// may take to become ready before the resource is Stalled; 0: no limit.
-	ReadinessTimeout time.Duration
-
-	// Remediation says what follows a failed install or upgrade (watches.yaml
-	// installRemediation, upgradeRemediation).
-	Remediation release.Remediation
-	// UninstallWait keeps a deleted resource's finalizer until the objects of
-	// its release are gone (watches.yaml uninstallWait).
-	UninstallWait bool
-	// CRDs is what installs and upgrades do with the chart's crds/ (watches.yaml crds).
-	CRDs release.CRDPolicy
-	// ShardKeys are the label keys of the operator's --watch-label-selector:
-	// a resource's values for them are carried by its release's revisions
-	// and objects (release.Shard). Empty without a selector.
-	ShardKeys []string
-	// Shard is the operator's --watch-label-selector, nil without one: a
-	// resource it does not select is not this instance's.
-	Shard labels.Selector
-	// Tests says whether the chart's test hooks run after each successful
-	// install or upgrade (watches.yaml test).
-	Tests release.TestPolicy
-	// Timeout bounds every Helm action of the kind's releases, each hook
-	// included, and is the age after which a pending lock is stale; 0 means
-	// release.DefaultTimeout. ShutdownGrace is how long a running action may
-	// go on once the operator is stopping; 0 means release.DefaultShutdownGrace.
-	Timeout, ShutdownGrace time.Duration
-	// Actions is the process' registry of running Helm actions and Tenure
-	// since when it is the one reconciling, shared by every reconciler; nil
-	// means a registry of this reconciler's own and a tenure begun at New.
-	Actions *release.Actions
-	Tenure  *release.Tenure
-	// Writes is the process' memory of its own writes to Helm's storage,
-	// shared with the storage drivers, so that the storage watch wakes a
-	// resource only for what someone else wrote; nil: every change to the
-	// storage is taken for someone else's.
-	Writes *release.Writes
-
-	// RetryBase and RetryMax bound the backoff of retryable failures: the
-	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most
-	// RetryMax. Zero means 1s and 5m.
-	RetryBase, RetryMax time.Duration
-	// MaxRetries bounds the consecutive failed installs and upgrades of one
-	// generation before the resource is Stalled; 0 means no bound.
-	MaxRetries int
-	// Observer is told how every reconcile ended (metrics); nil: nobody.
-	Observer Observer
-
-	// Identity, Access and Writers: who the Helm actions act as (identity.go).
-	Identity release.IdentityPolicy
-	Access   release.Reviewer
-	Writers  func(release.Identity) (client.Client, error)
-}
 
 // Reconciler reconciles the resources of one kind into Helm releases.
 type Reconciler struct {
@@ -506,36 +415,4 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 			Summary: fmt.Sprintf("Reading the objects of release %s failed", st.Deployed.Name), Err: errors.New(sum.Unreadable)}
 	}
 	return nil
-}
-
-// runner returns the release runner of obj, whose status is prev, or an
-// ErrorGettingClient failure. Without the ServiceAccount the policy
-// requires, it also returns the ServiceAccountRequired failure (see
-// identity).
-func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured, prev status.Status) (*release.Runner, error) {
-	id, writer, idErr := r.identity(obj)
-	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
-		return nil, idErr
-	}
-	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
-	if err != nil {
-		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
-			Summary: fmt.Sprintf("Getting the Helm client for release %s failed", obj.GetName()), Err: err}
-	}
-	ann, err := release.ParseAnnotations(obj.GetAnnotations())
-	if err != nil {
-		return nil, err
-	}
-	return &release.Runner{
-		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
-		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
-		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
-		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
-		Identity: id, Access: r.opts.Access, Writer: writer,
-		Options: ann.Helm,
-		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
-		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
-		Known: knownRevision(prev), Generation: obj.GetGeneration(),
-		CRDs: r.opts.CRDs, Shard: r.shard(obj),
-	}, idErr
 }

@@ -1,0 +1,43 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// runner returns the release runner of obj, whose status is prev, or an
+// ErrorGettingClient failure. Without the ServiceAccount the policy
+// requires, it also returns the ServiceAccountRequired failure (see
+// identity).
+func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured, prev status.Status) (*release.Runner, error) {
+	id, writer, idErr := r.identity(obj)
+	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
+		return nil, idErr
+	}
+	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
+	if err != nil {
+		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
+			Summary: fmt.Sprintf("Getting the Helm client for release %s failed", obj.GetName()), Err: err}
+	}
+	ann, err := release.ParseAnnotations(obj.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
+	return &release.Runner{
+		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
+		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
+		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
+		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
+		Identity: id, Access: r.opts.Access, Writer: writer,
+		Options: ann.Helm,
+		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
+		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
+		Known: knownRevision(prev), Generation: obj.GetGeneration(),
+		CRDs: r.opts.CRDs, Shard: r.shard(obj),
+	}, idErr
+}
