@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,6 +30,18 @@ const (
 	pollInterval        = 250 * time.Millisecond
 )
 
+// FailPodLabel, set to "true" on a pod, makes the full cluster fail it
+// once it runs: kwok terminates its containers with reason Error and exit
+// code 1 and the pod turns Failed (a Job's pod so labelled fails instead of
+// completing). Tests use it for a chart's test hook that fails.
+const FailPodLabel = "kwok.helmapp.io/fail"
+
+// kwokStages are kwok's pod stages (kwok --config): its default lifecycle
+// plus the failing pods of FailPodLabel.
+//
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
 // fakeNodeCapacity is what the scheduler sees on the fake Node.
 var fakeNodeCapacity = corev1.ResourceList{
 	corev1.ResourceCPU:    resource.MustParse("8"),
@@ -40,6 +54,10 @@ var fakeNodeCapacity = corev1.ResourceList{
 // and the controller manager is working.
 func (cp *ControlPlane) startCluster(ctx context.Context) error {
 	kc := cp.KubeconfigPath
+	stages := filepath.Join(cp.WorkDir, "kwok-stages.yaml")
+	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
+		return fmt.Errorf("writing kwok's stages: %w", err)
+	}
 	specs := []struct {
 		name string
 		args []string
@@ -57,6 +75,7 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 		}},
 		{binKwok, []string{
 			"--kubeconfig=" + kc,
+			"--config=" + stages,
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=" + kwokNodeValue,
 			// Without a lease kwok renews nothing, the node lifecycle

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 )
 
 // wantVersion is the Kubernetes version hack/controlplane-bins.sh stamps.
@@ -124,6 +125,8 @@ func TestFullControlPlane(t *testing.T) {
 		t.Fatalf("deployment web: %d/2 available: %v\npods:\n%s\nlogs in %s", available, err, pods, cp.WorkDir)
 	}
 
+	checkPodStages(ctx, t, cp, cs)
+
 	// Every child of this test binary now belongs to the control plane
 	// (tests here do not run in parallel); none may survive Stop.
 	before := childProcesses(t)
@@ -169,4 +172,55 @@ func childProcesses(t *testing.T) []string {
 		children = append(children, fmt.Sprintf("%s %s", e.Name(), s[strings.IndexByte(s, '('):end+1]))
 	}
 	return children
+}
+
+// checkPodStages checks kwok's pod stages (kwok-stages.yaml): a pod runs and
+// stays Running, a Job's pod completes, and a pod or a Job's pod labelled
+// FailPodLabel fails with its container terminated (Error, exit code 1).
+func checkPodStages(ctx context.Context, t *testing.T, cp *ControlPlane, cs kubernetes.Interface) {
+	t.Helper()
+	pod := func(name, labels string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, labels: {%s}}\nspec:\n  restartPolicy: Never\n  containers: [{name: c, image: busybox}]\n", name, labels)
+	}
+	job := func(name, labels string) string {
+		return fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: %s}\nspec:\n  backoffLimit: 0\n  template:\n    metadata: {labels: {%s}}\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n", name, labels)
+	}
+	fail := FailPodLabel + `: "true"`
+	manifest := strings.Join([]string{pod("runs", ""), pod("fails", fail), job("completes", ""), job("fails", fail)}, "---\n")
+	path := filepath.Join(t.TempDir(), "stages.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cp.Kubectl(ctx, "apply", "-f", path); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	jobState := func(name string) string {
+		j, err := cs.BatchV1().Jobs(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("succeeded=%d failed=%d", j.Status.Succeeded, j.Status.Failed)
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		runs, err := cs.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "runs", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		fails, err := cs.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, "fails", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		term := "none"
+		if st := fails.Status.ContainerStatuses; len(st) == 1 && st[0].State.Terminated != nil {
+			term = fmt.Sprintf("%s/%d", st[0].State.Terminated.Reason, st[0].State.Terminated.ExitCode)
+		}
+		last = fmt.Sprintf("pod runs %s; pod fails %s terminated %s; job completes %s; job fails %s",
+			runs.Status.Phase, fails.Status.Phase, term, jobState("completes"), jobState("fails"))
+		return runs.Status.Phase == corev1.PodRunning && fails.Status.Phase == corev1.PodFailed && term == "Error/1" &&
+			jobState("completes") == "succeeded=1 failed=0" && jobState("fails") == "succeeded=0 failed=1", nil
+	})
+	if err != nil {
+		t.Fatalf("kwok's pod stages: %v; last seen: %s", err, last)
+	}
 }
