@@ -44,6 +44,10 @@ func SupersededBy(err error) *Superseded {
 	if errors.As(err, &e) {
 		return e.Superseded
 	}
+	var s *Superseded
+	if errors.As(err, &s) {
+		return s
+	}
 	return nil
 }
 

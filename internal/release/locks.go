@@ -61,6 +61,18 @@ func (a *Actions) begin(ns, name, act string, uid types.UID, gen int64) *running
 	return ra
 }
 
+// beginTest records that a test run (ActionTest) runs on release ns/name
+// for generation gen of the resource uid, preemptible as begin's actions
+// are. A test run writes no revision and holds no lock: Running does not
+// report it, and its end is not an action's end for EndedAt.
+func (a *Actions) beginTest(ns, name string, uid types.UID, gen int64) *runningAction {
+	ra := a.begin(ns, name, ActionTest, uid, gen)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ra.noLock = true
+	return ra
+}
+
 // track records that act, which no generation preempts (an uninstall, a
 // rollback), runs on release ns/name; the returned function ends it.
 func (a *Actions) track(ns, name, act string) (end func()) {
@@ -76,7 +88,9 @@ func (a *Actions) end(ns, name string, ra *runningAction) {
 	if a.running[key] == ra {
 		delete(a.running, key)
 	}
-	a.ended[key] = time.Now()
+	if !ra.noLock {
+		a.ended[key] = time.Now()
+	}
 }
 
 // EndedAt is when the last action of this process on release ns/name ended,
@@ -115,7 +129,7 @@ func (a *Actions) noteWrote(ns, name string, revision int) {
 func (a *Actions) Running(ns, name string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ra := a.running[ns+"/"+name]; ra != nil {
+	if ra := a.running[ns+"/"+name]; ra != nil && !ra.noLock {
 		return ra.act
 	}
 	return ""

@@ -59,6 +59,8 @@ type runningAction struct {
 	preempt   chan struct{}
 	closed    bool
 	preempted *Superseded
+	// noLock marks a run that writes no revision (a test run, beginTest).
+	noLock bool
 }
 
 // supersede marks ra superseded by gen and cancels its waits; a.mu is held.

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -25,17 +26,25 @@ type TestPolicy struct {
 // Test runs the test hooks of the release's latest revision (helm test),
 // each bounded by timeout (0: the runner's Timeout), and returns what ran:
 // the revision, each test hook's name, phase and times, and, when a hook
-// failed, a one-line message naming it and Helm's error. The hooks' pod
-// logs are never read. A revision without test hooks is a run of none that
-// succeeds.
+// failed, a one-line message naming it, Helm's error and why its pod
+// failed (the pod's reason, its containers' terminated or waiting reasons
+// and exit codes, read from the pod's status; see podFailure). The hooks'
+// pod logs are never read, nor a container's termination message (which
+// may be the tail of its log). A revision without test hooks is a run of
+// none that succeeds.
+//
+// The run is an action of the registry (ActionTest): it counts in the
+// actions' metrics, and a newer generation of the resource preempts it
+// while it waits on a test hook; superseded then says so, and the message
+// says which generation runs next.
 //
 // helm-operator-plugins' action client has no test action, so it runs
 // Helm's on the client's configuration, as rollback does.
-func (r *Runner) Test(timeout time.Duration) (status.TestRun, string) {
-	run := status.TestRun{StartedAt: metav1.NewTime(r.now().Truncate(time.Second))}
+func (r *Runner) Test(ctx context.Context, timeout time.Duration) (run status.TestRun, failure string, superseded *Superseded) {
+	run = status.TestRun{StartedAt: metav1.NewTime(r.now().Truncate(time.Second))}
 	cfg := r.Client.Config()
 	if cfg == nil {
-		return completed(run, r.now()), fmt.Sprintf("Testing release %s failed: the Helm client has no action configuration", r.Name)
+		return completed(run, r.now()), fmt.Sprintf("Testing release %s failed: the Helm client has no action configuration", r.Name), nil
 	}
 	if timeout <= 0 {
 		timeout = r.timeout()
@@ -48,17 +57,36 @@ func (r *Runner) Test(timeout time.Duration) (status.TestRun, string) {
 	t := action.NewReleaseTesting(cfg)
 	t.Namespace = r.Namespace
 	t.Timeout = timeout
+
+	var ra *runningAction
+	if r.Actions != nil {
+		ra = r.Actions.beginTest(r.Namespace, r.Name, r.Owner.UID, r.Generation)
+		defer r.Actions.end(r.Namespace, r.Name, ra)
+	}
+	start := time.Now()
 	rel, err := t.Run(r.Name)
+	r.Actions.observed(r.Owner.Kind, ActionTest, start, err)
 	run = completed(run, r.now())
 	if rel != nil {
 		run.Revision = rel.Version
 		run.Hooks = testHooks(rel)
 	}
 	if err == nil {
-		return run, ""
+		return run, "", nil
 	}
-	return run, testFailure(r.Name, run, err)
+	if s := r.Actions.preemptedBy(ra); s != nil {
+		what := "a test hook"
+		if h := failedTestHook(rel); h != nil {
+			what = fmt.Sprintf("test hook %s (%s)", h.Name, h.Kind)
+		}
+		return run, fmt.Sprintf("The test run of release %s revision %d for generation %d was superseded by generation %d while it waited on %s; generation %d runs next",
+			r.Name, run.Revision, s.From, s.To, what, s.To), s
+	}
+	return run, r.testFailure(ctx, rel, run, err), nil
 }
+
+// ActionTest is the registry's and the metrics' name of a test run.
+const ActionTest = "test"
 
 // testHooks are the test hooks of rel with their last run, in Helm's order.
 func testHooks(rel *release.Release) []status.TestHook {
@@ -84,6 +112,20 @@ func testHooks(rel *release.Release) []status.TestHook {
 	return out
 }
 
+// failedTestHook is the test hook of rel whose last run failed (Helm stops
+// at the first), nil for none.
+func failedTestHook(rel *release.Release) *release.Hook {
+	if rel == nil {
+		return nil
+	}
+	for _, h := range rel.Hooks {
+		if h != nil && isTestHook(h) && h.LastRun.Phase == release.HookPhaseFailed {
+			return h
+		}
+	}
+	return nil
+}
+
 func isTestHook(h *release.Hook) bool {
 	for _, e := range h.Events {
 		if e == release.HookTest {
@@ -94,14 +136,15 @@ func isTestHook(h *release.Hook) bool {
 }
 
 // testFailure says which hook failed and why, on one line.
-func testFailure(name string, run status.TestRun, err error) string {
+func (r *Runner) testFailure(ctx context.Context, rel *release.Release, run status.TestRun, err error) string {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
-	for _, h := range run.Hooks {
-		if h.Phase == release.HookPhaseFailed.String() {
-			return fmt.Sprintf("Test hook %s of release %s revision %d failed: %s", h.Name, name, run.Revision, msg)
+	if h := failedTestHook(rel); h != nil {
+		if why := r.podFailure(ctx, h); why != "" {
+			msg += " (" + why + ")"
 		}
+		return fmt.Sprintf("Test hook %s of release %s revision %d failed: %s", h.Name, r.Name, run.Revision, msg)
 	}
-	return fmt.Sprintf("Testing release %s revision %d failed: %s", name, run.Revision, msg)
+	return fmt.Sprintf("Testing release %s revision %d failed: %s", r.Name, run.Revision, msg)
 }
 
 func completed(run status.TestRun, now time.Time) status.TestRun {
