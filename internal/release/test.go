@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -137,7 +136,7 @@ func isTestHook(h *release.Hook) bool {
 
 // testFailure says which hook failed and why, on one line.
 func (r *Runner) testFailure(ctx context.Context, rel *release.Release, run status.TestRun, err error) string {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg := oneLine(err.Error())
 	if h := failedTestHook(rel); h != nil {
 		if why := r.podFailure(ctx, h); why != "" {
 			msg += " (" + why + ")"

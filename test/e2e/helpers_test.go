@@ -74,6 +74,11 @@ type watchOptions struct {
 	// testdata/charts/jobtested, whose test hook is a Job, with
 	// test: {enable: true}; its CRD is applied.
 	tested bool
+	// testedChart, when set, is the chart of the Bulky kind instead of
+	// jobtested (a directory under testdata/charts); ignoreTestFailures sets
+	// its test.ignoreFailures.
+	testedChart        string
+	ignoreTestFailures bool
 }
 
 // testedGVR is the Bulky test kind (watchOptions.tested).
@@ -189,8 +194,16 @@ func writeWatches(path string, w watchOptions) error {
 			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")})
 	}
 	if w.tested {
+		chart := "jobtested"
+		if w.testedChart != "" {
+			chart = w.testedChart
+		}
+		test := map[string]any{"enable": true}
+		if w.ignoreTestFailures {
+			test["ignoreFailures"] = true
+		}
 		entries = append(entries, map[string]any{"group": testedGVR.Group, "version": testedGVR.Version, "kind": "Bulky",
-			"chart": filepath.Join(suite.root, "test", "e2e", "testdata", "charts", "jobtested"), "test": map[string]any{"enable": true}})
+			"chart": filepath.Join(suite.root, "test", "e2e", "testdata", "charts", chart), "test": test})
 	}
 	for _, entry := range entries {
 		if w.timeout != "" {
