@@ -68,6 +68,9 @@ type watchOptions struct {
 	// whose spec `block: true` adds a pre-install/pre-upgrade hook Job that
 	// never completes; its CRD is applied.
 	hooked bool
+	// hookedChart, when set, is the Hooked kind's chart instead of hooked
+	// (an absolute path), and hookedStorage its watch's storage field.
+	hookedChart, hookedStorage string
 	// timeout, when set, is set on every watch.
 	timeout string
 	// tested adds the test kind Bulky (test.helmapp.io/v1), released from
@@ -190,8 +193,15 @@ func writeWatches(path string, w watchOptions) error {
 		}
 	}
 	if w.hooked {
-		entries = append(entries, map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked",
-			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")})
+		entry := map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked",
+			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")}
+		if w.hookedChart != "" {
+			entry["chart"] = w.hookedChart
+		}
+		if w.hookedStorage != "" {
+			entry["storage"] = w.hookedStorage
+		}
+		entries = append(entries, entry)
 	}
 	if w.tested {
 		chart := "jobtested"
