@@ -68,7 +68,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 	}
 	if r.actions, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    HelmActionDuration,
-		Help:    "Duration of Helm actions (install, upgrade, rollback, uninstall) by kind, action and outcome (success, failure), hooks and waits included.",
+		Help:    "Duration of Helm actions (install, upgrade, rollback, uninstall, test) by kind, action and outcome (success, failure), hooks and waits included.",
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 	}, []string{"kind", "action", "outcome"})); err != nil {
 		return nil, err

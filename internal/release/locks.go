@@ -26,7 +26,7 @@ type Actions struct {
 }
 
 // ActionObserver is told that a Helm action (install, upgrade, rollback,
-// uninstall) of a release of a resource of kind took d and ended with err
+// uninstall, test) of a release of a resource of kind took d and ended with err
 // (nil on success). internal/metrics implements it.
 type ActionObserver func(kind, action string, d time.Duration, err error)
 
