@@ -158,11 +158,20 @@ func (c *Coordinator) Start(ctx context.Context) error {
 }
 
 func (c *Coordinator) evaluate() {
+	// Woken outside the lock: parallel reconciles go on asking meanwhile.
+	for _, k := range c.judge() {
+		c.cfg.Wake(k)
+	}
+}
+
+// judge counts the rollout again, emits the events its change calls for,
+// and returns the resources to wake.
+func (c *Coordinator) judge() []types.NamespacedName {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	snap, err := c.snapshot()
 	if err != nil {
-		return
+		return nil
 	}
 	if c.cfg.Observe != nil {
 		c.cfg.Observe(snap.Counts)
@@ -192,9 +201,7 @@ func (c *Coordinator) evaluate() {
 		clear(c.waiters)
 	}
 	c.active.Store(snap.Active() || halted || len(c.reserved) > 0)
-	for _, k := range wake {
-		c.cfg.Wake(k)
-	}
+	return wake
 }
 
 // snapshot lists the resources and classifies them with the reservations,
