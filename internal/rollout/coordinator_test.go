@@ -20,9 +20,13 @@ func TestCoordinatorAdmitsAtomicallyInOrder(t *testing.T) {
 	var mu sync.Mutex
 	var events []string
 	c := New(Config{Chart: newChart, Budget: Budget{MaxUnavailable: intstr.FromInt32(5), MaxFailures: 1},
-		List:  func() ([]Resource, error) { return rs, nil },
-		Wake:  func(types.NamespacedName) {},
-		Event: func(k types.NamespacedName, _ bool, reason, _ string) { mu.Lock(); events = append(events, reason); mu.Unlock() },
+		List: func() ([]Resource, error) { return rs, nil },
+		Wake: func(types.NamespacedName) {},
+		Event: func(k types.NamespacedName, _ bool, reason, _ string) {
+			mu.Lock()
+			events = append(events, reason)
+			mu.Unlock()
+		},
 	})
 	var wg sync.WaitGroup
 	var admitted []string
