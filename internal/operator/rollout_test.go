@@ -26,9 +26,9 @@ import (
 	tu "github.com/helmapp/helm-app-operator/internal/testutil"
 )
 
-// rolloutChart writes a ConfigMap-only chart of version (envtest runs no
-// kube-controller-manager, so a Deployment would never be Ready) and a
-// watches file releasing Echo resources from it with the rollout given. With
+// rolloutChart writes a ConfigMap-only chart of version (Ready as soon as
+// it is applied: no pods to schedule, so the order and overlap of 30
+// upgrades depend on the operator alone) and a watches file releasing Echo resources from it with the rollout given. With
 // failBad, a resource whose message is "bad" renders a ConfigMap name the API
 // server refuses: its upgrade fails, with a failed revision in Helm's history.
 func rolloutChart(t *testing.T, version string, failBad bool, rollout string) string {

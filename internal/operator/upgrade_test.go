@@ -60,12 +60,8 @@ func TestOperatorUpgrade(t *testing.T) {
 	wantRevisions(t, ns, map[string]int{"web-a": 1, "web-b": 1, "echo": 1})
 
 	// A new operator whose nginx chart changed (a new chart version): each
-	// Nginx release is upgraded to it, the Echo release is not. Unstaged
-	// (rollout maxUnavailable 100%, maxFailures 0): envtest runs no
-	// kube-controller-manager, so an upgraded Deployment never becomes Ready
-	// and the default rollout would hold web-b back for good
-	// (TestRolloutStagesChartUpgrades covers staging, with ConfigMaps).
-	newCharts := unstaged(t, copyCharts(t, "0.1.1"))
+	// Nginx release is upgraded to it, the Echo release is not.
+	newCharts := copyCharts(t, "0.1.1")
 	stop = runOperator(t, newCharts, ns)
 	for _, n := range nginxes {
 		tu.Eventually(t, 2*time.Minute, n+" to be upgraded to chart 0.1.1", func() (bool, string) {
@@ -121,25 +117,6 @@ func copyCharts(t *testing.T, nginxVersion string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// unstaged sets rollout {maxUnavailable: 100%, maxFailures: 0}, the
-// behaviour before the field existed, on the Nginx entry of the watches file
-// at path, and returns path.
-func unstaged(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := strings.Replace(string(b), "\n  kind: Nginx\n", "\n  kind: Nginx\n  rollout: {maxUnavailable: 100%, maxFailures: 0}\n", 1)
-	if changed == string(b) {
-		t.Fatal("watches.yaml has no Nginx entry; update this test")
-	}
-	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // runOperator starts the operator on ns with the watches file and returns a
