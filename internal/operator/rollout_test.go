@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -337,5 +338,90 @@ func watchRollout(t *testing.T, ns string) func() (map[string]bool, int) {
 		mu.Lock()
 		defer mu.Unlock()
 		return waited, most
+	}
+}
+
+// TestRolloutResumesOnRetry: a resource fails on the new chart for a reason
+// outside its spec (a ConfigMap the new chart adds already exists, not
+// Helm's, so Helm stores no revision for the attempt) and, with maxRetries
+// 1, stalls; the rollout halts. Removing the
+// cause is not enough, nothing retries a stalled resource; the annotation
+// helmapp.io/retry does, and its success resumes the rollout.
+func TestRolloutResumesOnRetry(t *testing.T) {
+	ctx := context.Background()
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "rolloutretry")
+	names := []string{"s0", "s1", "s2", "s3", "s4", "s5"}
+	watchesOf := func(version string, extra bool) string {
+		p := rolloutChart(t, version, false, "{maxUnavailable: 1, maxFailures: 1}\n  maxRetries: 1")
+		if extra {
+			tmpl := filepath.Join(filepath.Dir(p), "cm", "templates", "extra.yaml")
+			if err := os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	stop := runOperator(t, watchesOf("0.1.0", false), ns)
+	for _, name := range names {
+		if err := c.Create(ctx, tu.NewCR(tu.EchoGVK, ns, name, map[string]any{"message": "hello"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitOnChart(t, c, ns, names, "0.1.0")
+	stop()
+
+	// Someone else's ConfigMap where 0.2.0 puts s0's new one.
+	blocker := &unstructured.Unstructured{}
+	blocker.SetAPIVersion("v1")
+	blocker.SetKind("ConfigMap")
+	blocker.SetNamespace(ns)
+	blocker.SetName("s0-extra")
+	if err := c.Create(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	stop = runOperator(t, watchesOf("0.2.0", true), ns)
+	defer stop()
+	tu.WaitForCondition(t, c, tu.EchoGVK, ns, "s0", status.TypeStalled, metav1.ConditionTrue, status.ReasonRetriesExhausted)
+	for _, name := range names[1:] {
+		tu.WaitForCondition(t, c, tu.EchoGVK, ns, name, status.TypeChartUpgradePending, metav1.ConditionTrue, status.ReasonRolloutHalted)
+	}
+	if err := c.Delete(ctx, blocker); err != nil {
+		t.Fatal(err)
+	}
+	// Still halted: nothing retries a stalled resource on its own. The
+	// operator is given a reconcile of every waiting resource to prove it.
+	for _, name := range names[1:] {
+		patchAnnotation(t, c, ns, name, "example.com/poke", "1")
+	}
+	for _, name := range names[1:] {
+		tu.Eventually(t, time.Minute, name+" reconciled after the poke", func() (bool, string) {
+			u, err := tu.Get(t, c, tu.EchoGVK, ns, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			cond := tu.Condition(u, status.TypeChartUpgradePending)
+			og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+			return cond != nil && cond.Reason == status.ReasonRolloutHalted && og == u.GetGeneration(), tu.Describe(u)
+		})
+	}
+	wantRevisions(t, ns, revisions(names[1:], 1))
+
+	patchAnnotation(t, c, ns, "s0", "helmapp.io/retry", "1")
+	waitOnChart(t, c, ns, names, "0.2.0")
+	wantRevisions(t, ns, revisions(names[1:], 2))
+	// Helm refuses to adopt the ConfigMap before it stores the revision:
+	// the failure that halted the rollout left none (status.failedRelease
+	// says so), and the retry is revision 2.
+	wantRevisions(t, ns, map[string]int{"s0": 2})
+}
+
+// patchAnnotation sets the annotation key on the Echo resource name.
+func patchAnnotation(t *testing.T, c client.Client, ns, name, key, value string) {
+	t.Helper()
+	u := tu.NewCR(tu.EchoGVK, ns, name, nil)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
+	if err := c.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
 	}
 }

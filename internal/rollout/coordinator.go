@@ -86,6 +86,10 @@ func (t *Ticket) Done(ran bool) {
 	c.mu.Lock()
 	if ran {
 		c.reserved[t.key] = c.cfg.Now()
+		// Counted again once the reservation expires, should the caches
+		// never show the upgrade's outcome: nothing else would wake the
+		// resources waiting for its slot.
+		time.AfterFunc(reservationTTL+time.Second, c.Changed)
 	} else {
 		delete(c.reserved, t.key)
 	}
