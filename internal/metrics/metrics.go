@@ -51,6 +51,7 @@ type Recorder struct {
 	reconciles *prometheus.CounterVec
 	actions    *prometheus.HistogramVec
 	resources  *resourceCollector
+	rollout    *prometheus.GaugeVec
 }
 
 // New returns a Recorder whose metrics are registered on reg (the manager's
@@ -74,6 +75,9 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 		return nil, err
 	}
 	if r.resources, err = register(reg, newResourceCollector()); err != nil {
+		return nil, err
+	}
+	if r.rollout, err = register(reg, newRolloutGauge()); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -345,6 +345,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			Tenure:        tenure,
 			Writes:        writes,
 			Observer:      rec,
+			Rollout:       &w.Rollout,
 			Identity:      policyOf(w, c),
 			Access:        access,
 			Writers:       ids.writer,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/rollout"
 )
 
 // Options configure a Reconciler. New validates them once.
@@ -93,6 +94,9 @@ type Options struct {
 	MaxRetries int
 	// Observer is told how every reconcile ended (metrics); nil: nobody.
 	Observer Observer
+	// Rollout stages the upgrades a new chart causes across the kind's
+	// resources (watches.yaml rollout, rollout.go); nil stages nothing.
+	Rollout *rollout.Budget
 
 	// Identity, Access and Writers: who the Helm actions act as (identity.go).
 	Identity release.IdentityPolicy

@@ -21,6 +21,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/rollout"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
@@ -50,6 +51,9 @@ type Reconciler struct {
 	versions versions
 	// foreign remembers the foreign revisions reported (foreignEvent).
 	foreign foreignReports
+	// rollout stages upgrades to a new chart (rollout.go); nil when the
+	// watch's rollout stages nothing.
+	rollout *rollout.Coordinator
 }
 
 // New returns a Reconciler, or an error naming the missing option.
@@ -344,13 +348,17 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	want := release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest}
 	foreign := runner.Foreign(&before, want)
 	undo := r.foreignEvent(obj, foreign, redactor)
-	plan := release.Decide(before, want)
+	plan, slot, err := r.admitChartUpgrade(obj, before, want, release.Decide(before, want), out)
+	if err != nil {
+		return err
+	}
 	var undone *release.Foreign
 	if undo && plan == release.PlanUpgrade {
 		undone = foreign
 	}
 	announced := r.announcePlan(ctx, obj, prev, out, runner.ProgressMessage(plan, before), undone)
 	result, err := runner.Run(ctx, plan, before, vals)
+	slot.Done(true)
 	announced()
 	r.supersededEvent(obj, err)
 	r.driftEvent(obj, runner.Name, result.Drifted)

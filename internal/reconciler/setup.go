@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -43,13 +44,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	if concurrency < 1 {
 		concurrency = 1
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	bld := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(r.opts.GVK.Kind+"."+r.opts.GVK.Group)).
 		For(obj, builder.WithPredicates(preds...)).
 		// Helm's storage may change behind the operator's back (storage.go).
 		WatchesMetadata(&corev1.Secret{}, r.storageEvents(mgr.GetCache())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Build(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	var selected labels.Selector
+	if selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(selector)
+		if err != nil {
+			return fmt.Errorf("selector of %s: %w", r.opts.GVK.Kind, err)
+		}
+		selected = s
+	}
+	if err := r.setupRollout(mgr, bld, selected); err != nil {
+		return err
+	}
+	c, err := bld.Build(r)
 	if err != nil {
 		return err
 	}

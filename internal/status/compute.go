@@ -82,6 +82,10 @@ type Outcome struct {
 	// TestRequest is the new value of the annotation helmapp.io/test that
 	// this reconcile acts on; lastHandledTest records it.
 	TestRequest string
+
+	// Rollout says why the resource waits for its upgrade to a new chart
+	// (watches.yaml rollout); nil when it does not wait.
+	Rollout *RolloutWait
 }
 
 // Readiness is the verdict on the deployed release's objects.
@@ -156,6 +160,7 @@ func Compute(prev Status, o Outcome) Status {
 	c.resourcesReady(o)
 	c.stalledAndReconciling(o, OutOfRetries(prev, o))
 	c.testSuccess(o)
+	c.chartUpgradePending(o)
 	// A verdict kept from an earlier reconcile still holds for this
 	// generation, but for a readiness verdict not judged this time: its
 	// observedGeneration stays that of the reconcile that judged it.

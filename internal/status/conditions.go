@@ -184,4 +184,5 @@ const (
 var OwnedConditionTypes = []string{
 	TypeReady, TypeReconciling, TypeStalled, TypeInitialized,
 	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable, TypePaused, TypeTestSuccess,
+	TypeChartUpgradePending,
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmapp/helm-app-operator/internal/rollout"
 )
 
 // Watch is one entry of watches.yaml: the fields operator-sdk defines, loaded
@@ -68,6 +70,10 @@ type Watch struct {
 	// Test, our extension (test: {enable, timeout, ignoreFailures}), runs
 	// the chart's test hooks after each successful install or upgrade.
 	Test Test
+	// Rollout, our extension (rollout: {maxUnavailable, maxFailures}),
+	// stages the upgrades a chart change causes across the kind's resources
+	// (docs/rollout.md); rollout.DefaultBudget when unset.
+	Rollout rollout.Budget
 }
 
 // Test is the test field of a watch entry.
@@ -143,6 +149,7 @@ type entry struct {
 	Storage                 *string               `json:"storage,omitempty"`
 	CRDs                    *crdsEntry            `json:"crds,omitempty"`
 	Test                    *testEntry            `json:"test,omitempty"`
+	Rollout                 *rolloutEntry         `json:"rollout,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -199,7 +206,8 @@ func parse(raw []byte) ([]Watch, error) {
 			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
 			MaxRetries:         e.MaxRetries,
 			Timeout:            e.Timeout,
-			Storage:            orDefault(e.Storage, StorageSecrets)}
+			Storage:            orDefault(e.Storage, StorageSecrets),
+			Rollout:            rolloutOf(e.Rollout)}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -271,6 +279,9 @@ func validate(e entry) error {
 	}
 	if t := e.Test; t != nil && t.Timeout != nil && t.Timeout.Duration <= 0 {
 		return fmt.Errorf("%s: field test.timeout must be positive, got %s", name, t.Timeout.Duration)
+	}
+	if err := checkRollout(name, e.Rollout); err != nil {
+		return err
 	}
 	if e.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Selector); err != nil {
@@ -349,7 +360,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
