@@ -28,6 +28,10 @@ type RestartRun struct {
 	// fell quiet; QuietSeconds is that time.
 	Restart      Tally   `json:"restart"`
 	QuietSeconds float64 `json:"quietSeconds"`
+	// RSS is the new process' VmRSS once quiet: everything it holds after
+	// one reconcile of each resource (ours: with the memo of settled
+	// revisions filled).
+	RSS int64 `json:"rssBytes"`
 	// Unsettled: the new process had not fallen quiet within the limit.
 	Unsettled bool `json:"unsettled,omitempty"`
 	// Steady counts the requests of a process started with
@@ -75,6 +79,10 @@ func restartPhases(ctx context.Context, cfg Config, p *progress, s operatorSpec,
 		return rr, err
 	}
 	rr.Restart = Count(evs, user, t0, end)
+	if rr.RSS, err = next.rss(); err != nil {
+		next.stop(40 * time.Second)
+		return rr, err
+	}
 	next.stop(40 * time.Second)
 
 	// Steady state: a process with a short reconcile period; once its start
@@ -176,6 +184,12 @@ var restartFigures = []figure{
 		}
 		return r.Restarted.QuietSeconds
 	}, format: seconds},
+	{name: "restart: RSS once quiet", run: func(r OperatorRun) float64 {
+		if r.Restarted == nil {
+			return nanValue
+		}
+		return float64(r.Restarted.RSS)
+	}, format: mb},
 	{name: "steady state: requests per resource per period", run: steadyPerResource(func(r *RestartRun) int { return r.Steady.Requests }), format: twoDecimals},
 	{name: "  of which secrets (list and get)", run: steadyPerResource(func(r *RestartRun) int { return r.Steady.Sum("list secrets", "get secrets") }), format: twoDecimals},
 	{name: "steady state: writes per resource per period", run: steadyPerResource(func(r *RestartRun) int { return r.Steady.Writes }), format: twoDecimals},
