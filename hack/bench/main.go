@@ -81,7 +81,7 @@ func run(cfg bench.Config, out string) error {
 func fromEnv(cfg *bench.Config) error {
 	if os.Getenv("BENCH_SMOKE") == "1" {
 		cfg.Ns, cfg.Rounds, cfg.UnrelatedSecrets, cfg.Changes = []int{5}, 1, 50, 5
-		cfg.SteadyPeriod, cfg.SteadyPeriods = 6*time.Second, 1
+		cfg.SteadyPeriod, cfg.SteadyPeriods = 4*time.Second, 1
 	}
 	if v := os.Getenv("BENCH_N"); v != "" {
 		cfg.Ns = nil
