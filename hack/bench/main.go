@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -80,6 +81,7 @@ func run(cfg bench.Config, out string) error {
 func fromEnv(cfg *bench.Config) error {
 	if os.Getenv("BENCH_SMOKE") == "1" {
 		cfg.Ns, cfg.Rounds, cfg.UnrelatedSecrets, cfg.Changes = []int{5}, 1, 50, 5
+		cfg.SteadyPeriod, cfg.SteadyPeriods = 4*time.Second, 1
 	}
 	if v := os.Getenv("BENCH_N"); v != "" {
 		cfg.Ns = nil

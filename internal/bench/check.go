@@ -47,6 +47,8 @@ func (res Results) Check(changes int) error {
 		missing(r.RSSAfterSecrets <= 0, "RSS after the unrelated Secrets")
 		missing(len(r.LatencySeconds) != changes, fmt.Sprintf("%d spec-change latencies (has %d)", changes, len(r.LatencySeconds)))
 		missing(r.NoOp.ByKey == nil, "no-op reconcile count")
+		missing(r.Setting == Defaults && (r.Restarted == nil || r.Restarted.Restart.ByKey == nil || r.Restarted.Steady.ByKey == nil),
+			"restart and steady-state counts")
 	}
 	return errors.Join(errs...)
 }

@@ -77,6 +77,9 @@ type OperatorRun struct {
 	// NoOp counts the operator's requests for one reconcile of every settled
 	// resource (triggered by an annotation change).
 	NoOp Tally `json:"noOp"`
+	// Restarted is the restart and steady-state phases (restart.go), run
+	// at each operator's defaults only.
+	Restarted *RestartRun `json:"restarted,omitempty"`
 }
 
 // Floor is the same writes per resource as an ideal operator, issued by a

@@ -37,6 +37,10 @@ type Config struct {
 	// UnrelatedSecrets of SecretBytes each are created to see what they cost
 	// an operator's memory; Changes spec changes are timed one at a time.
 	UnrelatedSecrets, SecretBytes, Changes int
+	// SteadyPeriod is the --reconcile-period of the steady-state phase and
+	// SteadyPeriods the periods it counts (restart.go).
+	SteadyPeriod  time.Duration
+	SteadyPeriods int
 	// ClientWorkers is the concurrency of the benchmark's own client (the
 	// creates, and the floor).
 	ClientWorkers int
@@ -50,6 +54,7 @@ func DefaultConfig() Config {
 		Ns: []int{100, 500}, Rounds: 1,
 		WatchesFile: "hack/bench/testdata/watches.yaml", CRDDir: "hack/bench/testdata/crd",
 		UnrelatedSecrets: 2000, SecretBytes: 10 << 10, Changes: 50, ClientWorkers: 16,
+		SteadyPeriod: DefaultSteadyPeriod, SteadyPeriods: DefaultSteadyPeriods,
 	}
 }
 
@@ -309,6 +314,11 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	run.unsettled(settled, "unrelated Secrets")
 	if run.RSSAfterSecrets, err = proc.rss(); err != nil {
 		return run, err
+	}
+	if s.setting == Defaults && cfg.SteadyPeriods > 0 {
+		if run.Restarted, err = restartPhases(ctx, cfg, p, s, n, proc, kubeconfig, dir, audit, user); err != nil {
+			return run, fmt.Errorf("restart phases: %w", err)
+		}
 	}
 	p.report("stopping", "")
 	return run, nil

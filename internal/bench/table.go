@@ -85,7 +85,7 @@ func Render(w io.Writer, res Results) error {
 				n, title, workers(ours), workers(base), max(len(ours), len(base)))
 			b.WriteString("| figure | ours | baseline | ours / baseline | ours × floor | baseline × floor |\n")
 			b.WriteString("|---|---:|---:|---:|---:|---:|\n")
-			for _, f := range figures {
+			for _, f := range append(slices.Clone(figures), restartFigures...) {
 				o, bl := median(ours, f.run), median(base, f.run)
 				fl := math.NaN()
 				if f.floor != nil {

@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -278,6 +279,15 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	})); err != nil {
 		return nil, err
 	}
+	// Each reconcile finds its release's records in the metadata cache by
+	// this index; the memo holds each settled release's latest revision
+	// (release.Memo), so that a reconcile with nothing to do reads nothing.
+	records := &metav1.PartialObjectMetadata{}
+	records.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), records, reconciler.RecordIndex, reconciler.RecordIndexValue); err != nil {
+		return nil, fmt.Errorf("indexing Helm's release records: %w", err)
+	}
+	memo := release.NewMemo()
 	rec, err := metrics.New(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering the metrics: %w", err)
@@ -344,6 +354,8 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			Actions:       actions,
 			Tenure:        tenure,
 			Writes:        writes,
+			Records:       mgr.GetCache(),
+			Memo:          memo,
 			Observer:      rec,
 			Rollout:       &w.Rollout,
 			Identity:      policyOf(w, c),

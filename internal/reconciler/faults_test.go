@@ -311,7 +311,9 @@ func TestUninstallFailureKeepsTheFinalizer(t *testing.T) {
 	}
 }
 
-// Path 6: Helm's storage cannot be listed.
+// Path 6: Helm's storage cannot be read. A process that holds the settled
+// release in its memo reads nothing (release.Memo), so the fault meets a
+// new process, which must read the release's latest record.
 func TestUnreadableReleaseState(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -319,7 +321,7 @@ func TestUnreadableReleaseState(t *testing.T) {
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, "")
 
 	e.failStorageQuery.Store(true)
-	e.poke(tu.NginxGVK, "web")
+	e.restart()
 	u := e.wait(tu.NginxGVK, "web", status.TypeIrreconcilable, metav1.ConditionTrue, status.ReasonErrorGettingReleaseState)
 	expect(t, u, "Deployed=True/InstallSuccessful", "Ready=False/ErrorGettingReleaseState", "Reconciling=True/Retrying")
 	if rev := nested(u, "status", "deployedRelease", "revision"); rev != int64(1) {

@@ -85,7 +85,7 @@ type env struct {
 	statusPatches, gets atomic.Int64
 	// statusPatchFault, when set, may fail a status write before it reaches the server.
 	statusPatchFault atomic.Pointer[func(obj client.Object) error]
-	// failStorageQuery makes Helm's storage fail to list releases;
+	// failStorageQuery makes Helm's storage fail to list and read releases;
 	// failStorageUpdate makes it fail to update one.
 	failStorageQuery, failStorageUpdate atomic.Bool
 	// failAfterDeploy, when set, makes the storage fail to list releases
@@ -285,6 +285,15 @@ func (d *faultyDriver) Query(labels map[string]string) ([]*release.Release, erro
 		return nil, fmt.Errorf("injected: the storage could not list releases")
 	}
 	return d.Driver.Query(labels)
+}
+
+// Get fails with Query: a reconcile of a settled release reads its latest
+// record alone (release.Runner.ObserveSettled).
+func (d *faultyDriver) Get(key string) (*release.Release, error) {
+	if d.fail.Load() {
+		return nil, fmt.Errorf("injected: the storage could not read %s", key)
+	}
+	return d.Driver.Get(key)
 }
 
 func (d *faultyDriver) List(filter func(*release.Release) bool) ([]*release.Release, error) {

@@ -84,6 +84,13 @@ type Options struct {
 	// resource only for what someone else wrote; nil: every change to the
 	// storage is taken for someone else's.
 	Writes *release.Writes
+	// Records reads the metadata cache of Helm's release records, indexed
+	// by RecordIndex, and Memo holds the settled revision of each release
+	// (release.Memo): with both, a reconcile of a settled release reads
+	// nothing from the API server (settled.go). Either nil: every reconcile
+	// reads the release's history.
+	Records client.Reader
+	Memo    *release.Memo
 
 	// RetryBase and RetryMax bound the backoff of retryable failures: the
 	// n-th consecutive failure is retried after RetryBase*2^(n-1), at most

@@ -111,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.versions.set(req.NamespacedName, "")
+			r.opts.Memo.Forget(req.Namespace, req.Name)
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
 			r.observe(obj, status.Status{}, status.Outcome{}, true)
@@ -139,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		if gone {
 			r.versions.set(req.NamespacedName, "")
+			r.opts.Memo.Forget(req.Namespace, req.Name)
 			r.gate.forget(obj.GetUID())
 			r.foreign.forget(obj.GetUID())
 			r.observe(obj, status.Status{}, out, true)
@@ -321,7 +323,7 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 	if err != nil {
 		return err
 	}
-	before, err := runner.Observe()
+	before, err := r.observeRelease(ctx, runner)
 	if err != nil {
 		return err
 	}

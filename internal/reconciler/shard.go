@@ -49,6 +49,7 @@ func (r *Reconciler) leaving() predicate.Predicate {
 			if e.Object != nil {
 				r.gate.forget(e.Object.GetUID())
 				r.foreign.forget(e.Object.GetUID())
+				r.opts.Memo.Forget(e.Object.GetNamespace(), e.Object.GetName())
 			}
 			return true
 		},

@@ -126,7 +126,9 @@ func TestFailedStatusWriteIsRetriedDespiteTheBackoff(t *testing.T) {
 	}
 	e.statusPatchFault.Store(&fail)
 	e.failStorageQuery.Store(true)
-	e.poke(gadgetGVK, "g")
+	// A new process: one that holds the settled release in its memo would
+	// not read the storage at all (release.Memo).
+	e.restart()
 	e.waitEvent(u, corev1.EventTypeWarning, reconciler.EventReconcileFailed)
 	if !tu.ConditionIs(e.get(gadgetGVK, "g"), status.TypeReady, metav1.ConditionTrue, "") {
 		t.Fatal("the status was written although every status write fails")
