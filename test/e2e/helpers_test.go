@@ -68,8 +68,13 @@ type watchOptions struct {
 	// whose spec `block: true` adds a pre-install/pre-upgrade hook Job that
 	// never completes; its CRD is applied.
 	hooked bool
+	// hookedChart, when set, is the chart of the kind Hooked instead
+	// (a directory under test/e2e/testdata/charts).
+	hookedChart string
 	// timeout, when set, is set on every watch.
 	timeout string
+	// maxConcurrentReconciles, when set, is set on every watch.
+	maxConcurrentReconciles int
 	// tested adds the test kind Bulky (test.helmapp.io/v1), released from
 	// testdata/charts/jobtested, whose test hook is a Job, with
 	// test: {enable: true}; its CRD is applied.
@@ -185,8 +190,11 @@ func writeWatches(path string, w watchOptions) error {
 		}
 	}
 	if w.hooked {
-		entries = append(entries, map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked",
-			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")})
+		chart := filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")
+		if w.hookedChart != "" {
+			chart = filepath.Join(suite.root, "test", "e2e", "testdata", "charts", w.hookedChart)
+		}
+		entries = append(entries, map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked", "chart": chart})
 	}
 	if w.tested {
 		entries = append(entries, map[string]any{"group": testedGVR.Group, "version": testedGVR.Version, "kind": "Bulky",
@@ -195,6 +203,9 @@ func writeWatches(path string, w watchOptions) error {
 	for _, entry := range entries {
 		if w.timeout != "" {
 			entry["timeout"] = w.timeout
+		}
+		if w.maxConcurrentReconciles > 0 {
+			entry["maxConcurrentReconciles"] = w.maxConcurrentReconciles
 		}
 	}
 	out, err := yaml.Marshal(entries)
