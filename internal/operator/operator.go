@@ -63,6 +63,9 @@ type Config struct {
 	// short hash of the selector is appended (sharding.go).
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
+	// (leaderelection.go); zero means controller-runtime's 15s, 10s and 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	// WatchLabelSelector (--watch-label-selector) restricts every cache of
 	// the operator to the resources it selects and to their release objects
@@ -179,6 +182,9 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			return nil, fmt.Errorf("--default-service-account must name a ServiceAccount, got %q: %s", sa, errs[0])
 		}
 	}
+	if err := validateLeaderElection(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
+		return nil, err
+	}
 	sh, err := parseShard(c.WatchLabelSelector)
 	if err != nil {
 		return nil, err
@@ -195,6 +201,9 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        id,
 		LeaderElectionNamespace: c.LeaderElectionNamespace,
+		LeaseDuration:           positive(c.LeaseDuration),
+		RenewDeadline:           positive(c.RenewDeadline),
+		RetryPeriod:             positive(c.RetryPeriod),
 		// controller-runtime cancels the reconciles' context at once on
 		// SIGTERM and waits this long for them: a running Helm action gets
 		// ShutdownGrace to finish, then is cancelled and recorded failed.

@@ -68,11 +68,14 @@ type watchOptions struct {
 	// whose spec `block: true` adds a pre-install/pre-upgrade hook Job that
 	// never completes; its CRD is applied.
 	hooked bool
-	// hookedChart, when set, is the Hooked kind's chart instead of hooked
-	// (an absolute path), and hookedStorage its watch's storage field.
+	// hookedChart, when set, is the Hooked kind's chart instead of hooked:
+	// an absolute path, or a directory under test/e2e/testdata/charts; and
+	// hookedStorage its watch's storage field.
 	hookedChart, hookedStorage string
 	// timeout, when set, is set on every watch.
 	timeout string
+	// maxConcurrentReconciles, when set, is set on every watch.
+	maxConcurrentReconciles int
 	// tested adds the test kind Bulky (test.helmapp.io/v1), released from
 	// testdata/charts/jobtested, whose test hook is a Job, with
 	// test: {enable: true}; its CRD is applied.
@@ -196,7 +199,11 @@ func writeWatches(path string, w watchOptions) error {
 		entry := map[string]any{"group": hookedGVR.Group, "version": hookedGVR.Version, "kind": "Hooked",
 			"chart": filepath.Join(suite.root, "internal", "reconciler", "testdata", "charts", "hooked")}
 		if w.hookedChart != "" {
-			entry["chart"] = w.hookedChart
+			chart := w.hookedChart
+			if !filepath.IsAbs(chart) {
+				chart = filepath.Join(suite.root, "test", "e2e", "testdata", "charts", chart)
+			}
+			entry["chart"] = chart
 		}
 		if w.hookedStorage != "" {
 			entry["storage"] = w.hookedStorage
@@ -218,6 +225,9 @@ func writeWatches(path string, w watchOptions) error {
 	for _, entry := range entries {
 		if w.timeout != "" {
 			entry["timeout"] = w.timeout
+		}
+		if w.maxConcurrentReconciles > 0 {
+			entry["maxConcurrentReconciles"] = w.maxConcurrentReconciles
 		}
 	}
 	out, err := yaml.Marshal(entries)
