@@ -57,6 +57,14 @@ func main() {
 		// installs (docs/performance.md). GOGC set in the environment wins.
 		debug.SetGCPercent(defaultGCPercent)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// In a container with a memory limit, Go's soft limit is 90 % of it
+		// (memlimit.go): the collector works harder near the limit instead of
+		// the container being killed. GOMEMLIMIT set in the environment wins.
+		if limit := defaultMemoryLimit(cgroupMemoryFiles); limit > 0 {
+			debug.SetMemoryLimit(limit)
+		}
+	}
 	log := ctrl.Log.WithName("setup")
 	c.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))
 
