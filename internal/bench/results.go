@@ -70,9 +70,11 @@ type OperatorRun struct {
 	// RSS in bytes: idle (started, watching and quiet, before the first
 	// resource), settled after the installs, and after the unrelated Secrets
 	// were created.
-	RSSIdle          int64 `json:"rssIdleBytes"`
-	RSSSettled       int64 `json:"rssSettledBytes"`
-	RSSAfterSecrets  int64 `json:"rssAfterSecretsBytes"`
+	RSSIdle         int64 `json:"rssIdleBytes"`
+	RSSSettled      int64 `json:"rssSettledBytes"`
+	RSSAfterSecrets int64 `json:"rssAfterSecretsBytes"`
+	// RSSAnonSettled is the anonymous part of RSSSettled (RssAnon).
+	RSSAnonSettled   int64 `json:"rssAnonSettledBytes"`
 	UnrelatedSecrets int   `json:"unrelatedSecrets"`
 	// LatencySeconds are the spec-change-to-status times, in order.
 	LatencySeconds []float64 `json:"latencySeconds"`

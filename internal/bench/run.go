@@ -282,6 +282,9 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if run.RSSSettled, err = proc.rss(); err != nil {
 		return run, err
 	}
+	if run.RSSAnonSettled, err = proc.rssAnon(); err != nil {
+		return run, err
+	}
 
 	if run.LatencySeconds, err = specChanges(ctx, c, tr, p, s, n, cfg.Changes); err != nil {
 		return run, err

@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"bufio"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -60,6 +64,12 @@ var sizeFigures = []figure{
 		return float64(r.RSSIdle)
 	}, format: mb},
 	{name: "memory per resource (RSS settled − RSS idle) / N", run: KBPerResource, format: kib},
+	{name: "  RSS settled, anonymous (RssAnon: heap, stacks)", run: func(r OperatorRun) float64 {
+		if r.RSSAnonSettled <= 0 {
+			return math.NaN()
+		}
+		return float64(r.RSSAnonSettled)
+	}, format: mb},
 	{name: "time to all Deployed per resource", run: perResourceMillis(func(r OperatorRun) float64 { return r.AllDeployedSeconds }),
 		floor: func(f Floor) float64 { return f.Seconds / float64(f.N) }, format: millis},
 }
@@ -79,4 +89,32 @@ func (cfg Config) selected(specs []operatorSpec) []operatorSpec {
 		}
 	}
 	return out
+}
+
+// rssAnon returns the process's anonymous resident memory in bytes (RssAnon:
+// its heap and stacks; the rest of VmRSS is mostly the binary's pages, which
+// the kernel shares and may drop).
+func (p *process) rssAnon() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseStatusKB(bufio.NewScanner(f), "RssAnon:")
+}
+
+// parseStatusKB reads the line "<field>	  1234 kB" of /proc/<pid>/status,
+// in bytes.
+func parseStatusKB(sc *bufio.Scanner, field string) (int64, error) {
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 && fields[0] == field && fields[2] == "kB" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no %s line", field)
 }

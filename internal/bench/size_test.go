@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,17 @@ func TestRenderMemoryPerResource(t *testing.T) {
 	res.Runs[0].RSSIdle = 0
 	if err := res.Check(3); err == nil || !strings.Contains(err.Error(), "ours (defaults): no idle RSS") {
 		t.Errorf("Check without an idle RSS = %v", err)
+	}
+}
+
+func TestParseStatusKB(t *testing.T) {
+	status := "Name:\tmanager\nVmRSS:\t  108228 kB\nRssAnon:\t   28144 kB\nRssFile:\t   80084 kB\n"
+	got, err := parseStatusKB(bufio.NewScanner(strings.NewReader(status)), "RssAnon:")
+	if err != nil || got != 28144*1024 {
+		t.Errorf("parseStatusKB = %d, %v; want %d", got, err, 28144*1024)
+	}
+	if _, err := parseStatusKB(bufio.NewScanner(strings.NewReader("Name:\tx\n")), "RssAnon:"); err == nil {
+		t.Error("parseStatusKB without the line: no error")
 	}
 }
 
