@@ -40,15 +40,17 @@ func main() {
 	flag.DurationVar(&c.ReadinessTimeout, "readiness-timeout", 5*time.Minute, "Default time a release's objects may take to become ready after a deployment before the resource is reported Stalled (ProgressDeadlineExceeded); a watch's readinessTimeout overrides it; 0 disables.")
 	flag.DurationVar(&c.Timeout, "helm-timeout", 5*time.Minute, "Default bound of every Helm action (install, upgrade, rollback, uninstall), each hook included, and the age after which a pending release lock is stale; a watch's timeout overrides it.")
 	var qps float64
-	flag.Float64Var(&qps, "kube-api-qps", 0, "Requests per second the whole operator may send to the API server, a client-side limit shared by all its clients; 0 (the default) sets none and leaves the pacing to the API server's priority and fairness.")
-	flag.IntVar(&c.KubeAPIBurst, "kube-api-burst", 0, "Requests the operator may send at once above --kube-api-qps; positive when --kube-api-qps is set, else 0.")
+	flag.Float64Var(&qps, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the whole operator may send to the API server, a client-side limit shared by all its clients; 0 sets none and leaves the pacing to the API server's priority and fairness.")
+	flag.IntVar(&c.KubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator may send at once above --kube-api-qps; when only --kube-api-qps is given, twice it (0 with --kube-api-qps=0).")
 	zapOpts := zap.Options{}
 	flag.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each resource's own namespace, that the Helm actions of watches setting no serviceAccount act as (impersonated); a resource's annotation helmapp.io/service-account wins; empty means the operator's own identity.")
 	flag.BoolVar(&c.RequireServiceAccount, "require-service-account", false, "Refuse to act for a resource that names no ServiceAccount and whose watch sets none (Stalled=True ServiceAccountRequired): nothing is written with the operator's own power.")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
-	c.KubeAPIQPS = float32(qps)
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.KubeAPIQPS, c.KubeAPIBurst = rateLimits(set["kube-api-qps"], set["kube-api-burst"], qps, c.KubeAPIBurst)
 	if err := operator.ValidateRateLimits(c.KubeAPIQPS, c.KubeAPIBurst); err != nil {
 		fail(err)
 	}
@@ -59,6 +61,14 @@ func main() {
 		// keeps the resident memory a few percent lower after a burst of
 		// installs (docs/performance.md). GOGC set in the environment wins.
 		debug.SetGCPercent(defaultGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// In a container with a memory limit, Go's soft limit is 90 % of it
+		// (memlimit.go): the collector works harder near the limit instead of
+		// the container being killed. GOMEMLIMIT set in the environment wins.
+		if limit := defaultMemoryLimit(cgroupMemoryFiles); limit > 0 {
+			debug.SetMemoryLimit(limit)
+		}
 	}
 	log := ctrl.Log.WithName("setup")
 	c.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))

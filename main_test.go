@@ -74,8 +74,8 @@ func TestBadWatchesFileStopsStart(t *testing.T) {
 		want string
 	}{
 		{"negative QPS", []string{"--kube-api-qps=-5", "--kube-api-burst=10"}, "--kube-api-qps must be positive, or 0 for no client-side limit; got -5"},
-		{"QPS without burst", []string{"--kube-api-qps=50"}, "--kube-api-qps 50 needs a positive --kube-api-burst"},
-		{"burst without QPS", []string{"--kube-api-burst=100"}, "--kube-api-burst 100 needs --kube-api-qps"},
+		{"QPS without burst", []string{"--kube-api-qps=50", "--kube-api-burst=0"}, "--kube-api-qps 50 needs a positive --kube-api-burst"},
+		{"burst without QPS", []string{"--kube-api-qps=0", "--kube-api-burst=100"}, "--kube-api-burst 100 needs --kube-api-qps"},
 		{"negative burst", []string{"--kube-api-qps=50", "--kube-api-burst=-1"}, "--kube-api-burst must be positive; got -1"},
 		{"NaN", []string{"--kube-api-qps=NaN", "--kube-api-burst=1"}, "--kube-api-qps must be a number; got NaN"},
 	} {

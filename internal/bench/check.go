@@ -43,6 +43,7 @@ func (res Results) Check(changes int) error {
 		missing(r.QuietSeconds <= 0, "time to the last install request")
 		missing(r.Install.Requests <= 0 || r.Install.Writes <= 0, "install requests")
 		missing(r.Install.StatusWrites(benchResource) <= 0, "status writes")
+		missing(r.RSSIdle <= 0, "idle RSS")
 		missing(r.RSSSettled <= 0, "settled RSS")
 		missing(r.RSSAfterSecrets <= 0, "RSS after the unrelated Secrets")
 		missing(len(r.LatencySeconds) != changes, fmt.Sprintf("%d spec-change latencies (has %d)", changes, len(r.LatencySeconds)))

@@ -67,10 +67,14 @@ type OperatorRun struct {
 	// Unsettled names the phases after which the operator had not fallen
 	// quiet within the limit, so their counts may be short.
 	Unsettled []string `json:"unsettled,omitempty"`
-	// RSS in bytes: settled after the installs, and after the unrelated
-	// Secrets were created.
-	RSSSettled       int64 `json:"rssSettledBytes"`
-	RSSAfterSecrets  int64 `json:"rssAfterSecretsBytes"`
+	// RSS in bytes: idle (started, watching and quiet, before the first
+	// resource), settled after the installs, and after the unrelated Secrets
+	// were created.
+	RSSIdle         int64 `json:"rssIdleBytes"`
+	RSSSettled      int64 `json:"rssSettledBytes"`
+	RSSAfterSecrets int64 `json:"rssAfterSecretsBytes"`
+	// RSSAnonSettled is the anonymous part of RSSSettled (RssAnon).
+	RSSAnonSettled   int64 `json:"rssAnonSettledBytes"`
 	UnrelatedSecrets int   `json:"unrelatedSecrets"`
 	// LatencySeconds are the spec-change-to-status times, in order.
 	LatencySeconds []float64 `json:"latencySeconds"`

@@ -46,6 +46,11 @@ type Config struct {
 	ClientWorkers int
 	// Progress receives the progress line.
 	Progress io.Writer
+	// OursArgs are passed to our operator after the benchmark's own (e.g.
+	// --kube-api-qps=50 --kube-api-burst=100); OursOnly skips the baseline.
+	// Both are for exploring: the published figures use neither.
+	OursArgs []string
+	OursOnly bool
 }
 
 // DefaultConfig is `make bench`.
@@ -59,7 +64,8 @@ func DefaultConfig() Config {
 }
 
 // quiet is how long an operator must make no request to count as settled;
-// settleLimit is how long the benchmark waits for that after a phase.
+// settleLimit is how long the benchmark waits for that after a phase at
+// N ≤ 400 (settleLimitFor: longer at larger N).
 const (
 	quiet       = 2 * time.Second
 	settleLimit = 4 * time.Minute
@@ -74,6 +80,8 @@ type operatorSpec struct {
 	// hasReady: the operator reports Ready with observedGeneration (ours);
 	// otherwise a spec change is seen in deployedRelease.manifest.
 	hasReady bool
+	// extra are Config.OursArgs.
+	extra []string
 }
 
 func (s operatorSpec) args(watches string) []string {
@@ -86,6 +94,9 @@ func (s operatorSpec) args(watches string) []string {
 	}
 	if s.explicitWorkers {
 		args = append(args, "--max-concurrent-reconciles="+strconv.Itoa(s.workers))
+	}
+	if s.name == Ours {
+		args = append(args, s.extra...)
 	}
 	return args
 }
@@ -117,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 	res.EqualWorkers, res.EqualIsDefaults = baseDefault, oursDefault == baseDefault
 
 	specs := []operatorSpec{
-		{name: Ours, setting: Defaults, binary: cfg.OursBinary, workers: oursDefault, hasReady: true},
+		{name: Ours, setting: Defaults, binary: cfg.OursBinary, workers: oursDefault, hasReady: true, extra: cfg.OursArgs},
 		{name: Baseline, setting: Defaults, binary: cfg.BaselineBinary, workers: baseDefault},
 	}
 	if !res.EqualIsDefaults {
@@ -125,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 		// baseline at ours would be the same comparison at several times the
 		// cost: the baseline's runs are the benchmark's slow part.)
 		specs = append(specs, operatorSpec{name: Ours, setting: Equal, binary: cfg.OursBinary,
-			workers: baseDefault, explicitWorkers: true, hasReady: true})
+			workers: baseDefault, explicitWorkers: true, hasReady: true, extra: cfg.OursArgs})
 	}
 	for _, n := range cfg.Ns {
 		for round := 1; round <= cfg.Rounds; round++ {
@@ -133,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 			if round%2 == 0 { // alternate who goes first
 				order = append([]operatorSpec{specs[1]}, append([]operatorSpec{specs[0]}, specs[2:]...)...)
 			}
-			for _, s := range order {
+			for _, s := range cfg.selected(order) {
 				p.setPrefix(fmt.Sprintf("N=%d round %d/%d %s (%s, %d workers)", n, round, cfg.Rounds, s.name, s.setting, s.workers))
 				r, err := runOperator(ctx, cfg, p, s, n, round)
 				if err != nil {
@@ -213,6 +224,9 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if _, _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute); err != nil {
 		return run, err
 	}
+	if run.RSSIdle, err = proc.rss(); err != nil {
+		return run, err
+	}
 
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -235,7 +249,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err := createApps(ctx, c.dyn, n, cfg.ClientWorkers, &created); err != nil {
 		return run, fmt.Errorf("creating resources: %w", err)
 	}
-	ictx, icancel := context.WithTimeout(ctx, 10*time.Minute)
+	ictx, icancel := context.WithTimeout(ctx, installLimitFor(n))
 	defer icancel()
 	err = tr.waitUntil(ictx, time.Second, func() bool {
 		if proc.exited() != nil {
@@ -259,7 +273,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 		run.AllReadySeconds = lastReady.Sub(t0).Seconds()
 	}
 	p.report("settling", "")
-	end, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimit)
+	end, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
 	if err != nil {
 		return run, err
 	}
@@ -273,11 +287,14 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if run.RSSSettled, err = proc.rss(); err != nil {
 		return run, err
 	}
+	if run.RSSAnonSettled, err = proc.rssAnon(); err != nil {
+		return run, err
+	}
 
 	if run.LatencySeconds, err = specChanges(ctx, c, tr, p, s, n, cfg.Changes); err != nil {
 		return run, err
 	}
-	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimit)
+	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
 	if err != nil {
 		return run, err
 	}
@@ -293,7 +310,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	}); err != nil {
 		return run, err
 	}
-	tB, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimit)
+	tB, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
 	if err != nil {
 		return run, err
 	}
@@ -307,7 +324,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err := createUnrelatedSecrets(ctx, c.cs, cfg.UnrelatedSecrets, cfg.SecretBytes, cfg.ClientWorkers); err != nil {
 		return run, err
 	}
-	_, settled, err = audit.quietAfter(user, time.Now(), quiet, time.Minute)
+	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
 	if err != nil {
 		return run, err
 	}

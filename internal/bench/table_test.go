@@ -9,12 +9,12 @@ func sampleResults(equalIsDefaults bool) Results {
 	ours := OperatorRun{Operator: Ours, Setting: Defaults, Workers: 2, N: 10, Round: 1,
 		AllDeployedSeconds: 2, AllReadySeconds: 2.5, QuietSeconds: 3,
 		Install:        Tally{Requests: 200, Writes: 80, ByKey: map[string]int{"list secrets": 40, "patch benchapps/status": 20}},
-		LatencySeconds: []float64{0.1, 0.2, 0.3}, RSSSettled: 90e6, RSSAfterSecrets: 91e6,
+		LatencySeconds: []float64{0.1, 0.2, 0.3}, RSSIdle: 80e6, RSSSettled: 90e6, RSSAfterSecrets: 91e6,
 		NoOp: Tally{Requests: 80, Writes: 10, ByKey: map[string]int{}}, Restarted: sampleRestart(10, 5)}
 	base := OperatorRun{Operator: Baseline, Setting: Defaults, Workers: 2, N: 10, Round: 1,
 		AllDeployedSeconds: 1, QuietSeconds: 5, Unsettled: []string{"no-op reconciles"},
 		Install:        Tally{Requests: 100, Writes: 60, ByKey: map[string]int{"list secrets": 30, "update benchapps/status": 10}},
-		LatencySeconds: []float64{1, 2, 3}, RSSSettled: 100e6, RSSAfterSecrets: 120e6,
+		LatencySeconds: []float64{1, 2, 3}, RSSIdle: 60e6, RSSSettled: 100e6, RSSAfterSecrets: 120e6,
 		NoOp: Tally{Requests: 150, Writes: 10, ByKey: map[string]int{}}, Restarted: sampleRestart(300, 600)}
 	res := Results{Ns: []int{10}, Rounds: 1, EqualIsDefaults: equalIsDefaults, Runs: []OperatorRun{ours, base},
 		Floors: []Floor{{N: 10, Round: 1, Workers: 16, Seconds: 0.5, WritesPerCR: floorWrites, Writes: 60}}}

@@ -218,6 +218,8 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	opts.Cache.ByObject = map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Label: reconciler.ReleaseRecordSelector},
 	}
+	// No cached object keeps its managedFields (cachetransform.go).
+	opts.Cache.DefaultTransform = cacheTransform
 	sh.scope(&opts.Cache)
 	if len(c.WatchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
@@ -401,6 +403,7 @@ func dependentCache(mgr ctrl.Manager, namespaces map[string]cache.Config, select
 		Mapper:               mgr.GetRESTMapper(),
 		DefaultNamespaces:    namespaces,
 		DefaultLabelSelector: selector,
+		DefaultTransform:     cacheTransform,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of release objects: %w", err)
