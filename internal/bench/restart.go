@@ -144,7 +144,8 @@ func replaceArg(args []string, prefix, value string) []string {
 }
 
 // waitWatchingSince waits until the operator's user has listed or watched
-// the benchmark's kind since t: the new process' controller is running.
+// the benchmark's kind since t (the zero time: ever): the (new) process'
+// controller is running.
 func waitWatchingSince(ctx context.Context, audit *auditTail, proc *process, user string, t time.Time) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -161,7 +162,7 @@ func waitWatchingSince(ctx context.Context, audit *auditTail, proc *process, use
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the restarted operator did not list or watch %s within 2m; see %s", benchResource, proc.logPath)
+			return fmt.Errorf("the operator did not list or watch %s within 2m; see %s", benchResource, proc.logPath)
 		}
 		select {
 		case <-ctx.Done():

@@ -218,7 +218,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 		return run, err
 	}
 	defer proc.stop(40 * time.Second)
-	if err := waitWatching(ctx, audit, proc, user); err != nil {
+	if err := waitWatchingSince(ctx, audit, proc, user, time.Time{}); err != nil {
 		return run, err
 	}
 	if _, _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute); err != nil {
@@ -344,34 +344,6 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 func (r *OperatorRun) unsettled(settled bool, phase string) {
 	if !settled {
 		r.Unsettled = append(r.Unsettled, phase)
-	}
-}
-
-// waitWatching waits until the operator's user has started a watch of the
-// benchmark's kind: its controller is running.
-func waitWatching(ctx context.Context, audit *auditTail, proc *process, user string) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if err := proc.exited(); err != nil {
-			return err
-		}
-		evs, err := audit.Read()
-		if err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		for _, e := range evs {
-			if e.User == user && (e.Verb == "watch" || e.Verb == "list") && e.Resource == benchResource {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the operator did not list or watch %s within 2m; see %s", benchResource, proc.logPath)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
 	}
 }
 
