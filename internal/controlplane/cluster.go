@@ -36,8 +36,15 @@ const (
 // completing). Tests use it for a chart's test hook that fails.
 const FailPodLabel = "kwok.helmapp.io/fail"
 
+// PodStateLabel, set on a pod, makes the full cluster hold it in a state
+// that never turns Ready: "ImagePullBackOff" (Pending, its containers
+// waiting ImagePullBackOff) or "CrashLoopBackOff" (Running, its containers
+// waiting CrashLoopBackOff after 5 restarts, the last terminated with
+// reason Error, exit code 2, and a termination message standing for a log).
+const PodStateLabel = "kwok.helmapp.io/state"
+
 // kwokStages are kwok's pod stages (kwok --config): its default lifecycle
-// plus the failing pods of FailPodLabel.
+// plus the failing pods of FailPodLabel and the states of PodStateLabel.
 //
 //go:embed kwok-stages.yaml
 var kwokStages []byte

@@ -2,6 +2,7 @@ package readiness
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,40 +24,88 @@ type Result struct {
 	// Status is kstatus's verdict: Current, InProgress, Failed, Terminating,
 	// NotFound, or Unknown when the object could not be read or judged.
 	Status kstatus.Status
-	// Message says why, on one line of at most MaxObjectMessageLength bytes.
+	// Message says why, on one line of at most MaxObjectMessageLength bytes,
+	// with the cause when one is known.
 	Message string
+	// Reason is the class of the cause (status.ReasonFailedCreate, ...),
+	// empty when no cause is known.
+	Reason string
+	// RecheckAt, for an object that is not Current, is when its cause is due
+	// to be looked up again (see FirstRecheck); zero when no cause is looked up.
+	RecheckAt time.Time
 	// Unreadable is true when reading the object failed (forbidden, a
 	// timeout): nothing is known about it.
 	Unreadable bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
+// same order, looking up the cause of each object that is not Current. It
+// is Checker{Reader: r}.Check.
+func Check(ctx context.Context, r client.Reader, refs []ObjectRef) []Result {
+	return Checker{Reader: r}.Check(ctx, refs)
+}
+
+// Checker judges the objects of a release.
+type Checker struct {
+	// Reader reads the objects, and lists pods and events live. It should
+	// be uncached for lists (the manager's APIReader, or dependents.Reader):
+	// through the manager's cached client a list of pods or events would
+	// start a cluster-wide informer.
+	Reader client.Reader
+	// Causes, when set, remembers the causes looked up, so that an object
+	// found at the version already judged costs no request until its
+	// recheck is due.
+	Causes *Causes
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Redact, when set, redacts the resource's values from the text the
+	// cluster wrote (marked status.Foreign in a Cause); the marks are
+	// removed either way.
+	Redact func(string) string
+}
+
+// Check reads each object and computes its kstatus, one Result per ref in the
 // same order. It never fails as a whole: an object that is missing is
 // NotFound, one that cannot be read is Unknown with the error as its message.
-// A Deployment, StatefulSet or DaemonSet that is not Current gets a hint about
-// its unschedulable pods appended (see PodHints).
-//
-// r should be an uncached reader (the manager's APIReader): through the
-// manager's cached client the typed Pod list of PodHints would start a
-// cluster-wide informer on Pods.
-func Check(ctx context.Context, r client.Reader, refs []ObjectRef) []Result {
+// An object that is not Current gets the cause the cluster states, when
+// there is one, appended to its message and its class in Reason (causeOf);
+// a failure to look it up only leaves it out.
+func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 	log := logf.FromContext(ctx)
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	plain := status.Plain
+	if c.Redact != nil {
+		plain = c.Redact
+	}
 	results := make([]Result, 0, len(refs))
 	for _, ref := range refs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind())
-		err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
 		res := objectResult(ref, u, err)
-		if err == nil && needsPodHint(u, res.Status) {
-			sel, ok := podSelector(u)
-			if ok {
-				hint, herr := PodHints(ctx, r, ref.Namespace, sel)
-				if herr != nil {
-					// The hint is a nicety; the object's verdict stands without it.
-					log.V(1).Info("listing pods for a readiness hint failed", "object", ref.String(), "error", herr.Error())
-				} else if hint != "" {
-					res.Message = status.Bound(res.Message+"; "+hint, MaxObjectMessageLength)
+		switch {
+		case err != nil:
+		case res.Status == kstatus.CurrentStatus:
+			c.Causes.forget(u.GetUID())
+		case res.Status == kstatus.InProgressStatus || res.Status == kstatus.FailedStatus:
+			t := now()
+			cause, due, ok := c.Causes.lookup(u, t)
+			if !ok {
+				var cerr error
+				cause, cerr = causeOf(ctx, c.Reader, u, res.Status, t)
+				if cerr != nil {
+					// The cause is a nicety; the object's verdict stands without it.
+					log.V(1).Info("looking up why an object is not ready failed", "object", ref.String(), "error", cerr.Error())
 				}
+				due = c.Causes.store(u, cause, t)
+			}
+			res.RecheckAt = due
+			if cause.known() {
+				res.Reason = cause.Reason
+				res.Message = status.Bound(res.Message+"; "+plain(cause.Message), MaxObjectMessageLength)
 			}
 		}
 		results = append(results, res)

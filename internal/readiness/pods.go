@@ -2,13 +2,15 @@ package readiness
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // maxPodsListed bounds the pods PodHints reads; one pod that cannot be
@@ -21,8 +23,8 @@ const maxPodsListed = 100
 // It returns "" when every pod is scheduled, and when selector selects nothing
 // (rather than listing every pod of the namespace).
 //
-// kstatus judges a Deployment by its replica counts and cannot say that its
-// pods are stuck in Pending; this is the one line that does.
+// Check states the same cause (status.ReasonUnschedulable) among the others
+// of a workload's pods (see podsCause).
 func PodHints(ctx context.Context, r client.Reader, namespace string, selector labels.Selector) (string, error) {
 	if selector == nil {
 		return "", nil
@@ -30,30 +32,16 @@ func PodHints(ctx context.Context, r client.Reader, namespace string, selector l
 	if reqs, selectable := selector.Requirements(); !selectable || len(reqs) == 0 {
 		return "", nil
 	}
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(namespace),
-		client.MatchingLabelsSelector{Selector: selector}, client.Limit(maxPodsListed)); err != nil {
-		return "", fmt.Errorf("listing the pods of %s: %w", selector, err)
+	pods, err := listPods(ctx, r, namespace, selector)
+	if err != nil {
+		return "", err
 	}
-	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
-				continue
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil {
+			if c := unschedulable(&pods[i]); c.known() {
+				return status.Plain(c.Message), nil
 			}
-			hint := "pod " + p.Name + ": "
-			if c.Reason != "" {
-				hint += c.Reason
-			} else {
-				hint += "not scheduled"
-			}
-			if msg := strings.TrimSpace(c.Message); msg != "" {
-				hint += ": " + msg
-			}
-			return hint, nil
 		}
 	}
 	return "", nil

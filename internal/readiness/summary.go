@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
@@ -50,13 +51,19 @@ type Summary struct {
 	// reason is then ResourceReadError and ResourcesReady Unknown: nothing
 	// is known about that object, so no verdict on the release is given.
 	Unreadable string
+	// RecheckAt is the earliest time a not-ready object's cause is due to be
+	// looked up again (Result.RecheckAt); zero when none is.
+	RecheckAt time.Time
 }
 
 // Summarize turns the results of Check into the ResourcesReady condition's
 // verdict and the status.resources counts. It is pure.
 //
 // Reasons, first that applies: ResourceReadError when an object could not be
-// read, Failed when any object is Failed, NotFound when any is missing,
+// read; the class of the cause (Result.Reason: FailedCreate,
+// ImagePullBackOff, ...) of the first object listed that has one, among
+// the most severe (Failed, else NotFound, else the others); Failed
+// when any object is Failed, NotFound when any is missing,
 // InProgress otherwise while any is not Current (InProgress, Terminating, or
 // Unknown because kstatus could not judge it: none of these says the release
 // is broken, and the next check may settle them), and
@@ -107,6 +114,20 @@ func Summarize(results []Result) Summary {
 		s.Reason = ReasonNotFound
 	default:
 		s.Reason = ReasonInProgress
+	}
+	for _, r := range notReady {
+		if severity(r.Status) != severity(notReady[0].Status) {
+			break
+		}
+		if r.Reason != "" {
+			s.Reason = r.Reason
+			break
+		}
+	}
+	for _, r := range notReady {
+		if !r.RecheckAt.IsZero() && (s.RecheckAt.IsZero() || r.RecheckAt.Before(s.RecheckAt)) {
+			s.RecheckAt = r.RecheckAt
+		}
 	}
 
 	for _, r := range notReady[:min(len(notReady), MaxNotReady)] {

@@ -105,11 +105,6 @@ func isWorkload(u *unstructured.Unstructured) bool {
 	return false
 }
 
-// needsPodHint tells whether the pods of u may say why it is not ready.
-func needsPodHint(u *unstructured.Unstructured, st kstatus.Status) bool {
-	return isWorkload(u) && (st == kstatus.InProgressStatus || st == kstatus.FailedStatus)
-}
-
 // podSelector returns the selector of a workload's pods; ok is false when it
 // has none that selects anything.
 func podSelector(u *unstructured.Unstructured) (labels.Selector, bool) {

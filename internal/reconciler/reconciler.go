@@ -54,6 +54,9 @@ type Reconciler struct {
 	// rollout stages upgrades to a new chart (rollout.go); nil when the
 	// watch's rollout stages nothing.
 	rollout *rollout.Coordinator
+	// causes remembers why the releases' objects are not ready, per object
+	// version, so that a reconcile that finds them unchanged asks nothing.
+	causes *readiness.Causes
 }
 
 // New returns a Reconciler, or an error naming the missing option.
@@ -95,6 +98,7 @@ func New(opts Options) (*Reconciler, error) {
 		opts:        opts,
 		chartDigest: release.ChartDigest(opts.Chart),
 		status:      status.Writer{Client: opts.Client},
+		causes:      readiness.NewCauses(),
 	}, nil
 }
 
@@ -215,11 +219,18 @@ func (r *Reconciler) WatchDependents(c cache.Cache) { r.dependentCache = c }
 
 // requeueAfter is when a settled resource is reconciled again: every
 // ReconcilePeriod, and, while its objects are not ready, at the readiness
-// deadline, so that Stalled is set on time even if no object changes.
+// deadline, so that Stalled is set on time even if no object changes, and
+// when the causes of the objects not ready are due to be looked up again
+// (their pods and events are not watched).
 func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.Duration {
 	after := r.opts.ReconcilePeriod
 	if out.Readiness == nil || out.Readiness.AllReady {
 		return after
+	}
+	if at := out.Readiness.RecheckAt; !at.IsZero() {
+		if until := max(at.Sub(r.opts.Now()), 100*time.Millisecond); after == 0 || until < after {
+			after = until
+		}
 	}
 	next := status.Compute(prev, out)
 	if d := status.ReadinessDeadline(next, r.opts.ReadinessTimeout); !d.IsZero() {
@@ -413,10 +424,13 @@ func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Uns
 			return &release.Error{Reason: status.ReasonReconcileError, Summary: "Watching the release's objects failed", Err: err}
 		}
 	}
-	sum := readiness.Summarize(readiness.Check(ctx, r.opts.Reader, refs))
+	// The cluster's words in the causes are redacted of the resource's values.
+	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage}
+	sum := readiness.Summarize(checker.Check(ctx, refs))
 	out.Readiness = &status.Readiness{
 		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
 		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,
+		RecheckAt: sum.RecheckAt,
 	}
 	if sum.Unreadable != "" {
 		// Not a verdict on the release: retried, and never counted towards

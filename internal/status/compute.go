@@ -97,6 +97,10 @@ type Readiness struct {
 	Unknown bool
 	// Reason and Message of the ResourcesReady condition.
 	Reason, Message string
+	// RecheckAt is when the causes of the objects that are not ready are
+	// due to be looked up again (pods and events are not watched); zero when
+	// none is. It is not written: the reconciler looks again then.
+	RecheckAt time.Time
 }
 
 // Failure is a classified error: where it was born decides its reason.

@@ -137,6 +137,48 @@ const (
 	// be read (forbidden, a timeout); the message names it and the error. The
 	// reconcile fails with the same reason and is retried.
 	ReasonResourcesUnreadable = "ResourceReadError"
+	// ResourcesReady=False (and Ready=False) with the class of the first
+	// not-ready object's cause, when the cluster states one; its message
+	// then carries the cause (readiness.Cause). The generic InProgress,
+	// Failed or NotFound stands when nothing more specific is known.
+	//
+	// ReasonFailedCreate: a workload's controller could not create its pods
+	// (a Deployment's or ReplicaSet's ReplicaFailure, a StatefulSet's or
+	// DaemonSet's FailedCreate event): a ResourceQuota, Pod Security, a
+	// LimitRange, an admission webhook.
+	ReasonFailedCreate = "FailedCreate"
+	// ReasonUnschedulable: a pod of a workload cannot be scheduled.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonImagePullBackOff: a container's image cannot be pulled
+	// (ImagePullBackOff, ErrImagePull, InvalidImageName); the message names the image.
+	ReasonImagePullBackOff = "ImagePullBackOff"
+	// ReasonCrashLoopBackOff: a container keeps exiting; the message gives
+	// its restart count and its last termination's reason and exit code
+	// (never its termination message or log).
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	// ReasonContainerConfigError: a container cannot be created from its
+	// configuration (CreateContainerConfigError: a missing ConfigMap,
+	// Secret or key).
+	ReasonContainerConfigError = "CreateContainerConfigError"
+	// ReasonInitContainerFailed: an init container of a pod fails.
+	ReasonInitContainerFailed = "InitContainerFailed"
+	// ReasonVolumeMountFailed: a pod is stuck ContainerCreating on a volume
+	// (its FailedMount or FailedAttachVolume event).
+	ReasonVolumeMountFailed = "VolumeMountFailed"
+	// ReasonJobFailed: a Job failed (BackoffLimitExceeded,
+	// DeadlineExceeded, ...); the message names its failed pod's reason.
+	ReasonJobFailed = "JobFailed"
+	// ReasonClaimPending: a PersistentVolumeClaim is not bound; the message
+	// quotes its latest Warning event (ProvisioningFailed, FailedBinding) or
+	// says it waits for its first consumer.
+	ReasonClaimPending = "ClaimPending"
+	// ReasonRolloutStuck: a Deployment's Progressing=False
+	// ProgressDeadlineExceeded, with no more specific cause known.
+	ReasonRolloutStuck = "RolloutStuck"
+	// ReasonWarningEvent: an object that is not ready, with no cause of the
+	// classes above, has a Warning event; the message quotes the latest.
+	ReasonWarningEvent = "WarningEvent"
+
 	// ReasonNoRelease: ResourcesReady=False (or Unknown) because no release is deployed.
 	ReasonNoRelease = "NoDeployedRelease"
 	// ReasonProgressDeadlineExceeded: Stalled=True, the release's objects did
