@@ -20,7 +20,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // helmStorage reads releases the way the helm CLI does: its own Secret driver.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // TestRequestsPerAction counts the API requests of a real install and a real

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
-	"github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // The size the operator measures a revision by, before Helm stores it, is

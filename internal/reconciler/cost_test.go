@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // requestLog records the operator's requests to the API server ("GET

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 var (

@@ -22,7 +22,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // The tenancy tests run the real authorizer: ServiceAccounts, Roles and
