@@ -2,8 +2,11 @@ package ship_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -18,10 +21,14 @@ import (
 )
 
 // testPlatforms keep make test fast: two of the four architectures for the
-// operator, one opm for the catalog.
+// operator, one opm for the catalog. Only the host's platform gets the real
+// manager (hostPlatform); the other gets a stand-in binary (standIns), so
+// that the index's shape is checked without cross-compiling the whole
+// manager again (make image-push builds the real one for every platform).
 var (
 	operatorPlatforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 	catalogPlatforms  = []v1.Platform{{OS: "linux", Architecture: "amd64"}}
+	hostPlatform      = v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 )
 
 // shipment is the three images pushed once to a registry on loopback, with
@@ -30,6 +37,8 @@ var (
 type shipment struct {
 	reg      *img.Registry
 	operator name.Digest
+	// standIns are the stand-in managers of the operator image, by platform.
+	standIns map[string]string
 	// operands are the stand-ins, by RELATED_IMAGE_* variable.
 	operands map[string]name.Digest
 	bundle   *ship.BundleResult
@@ -82,8 +91,10 @@ func push(ctx context.Context) (*shipment, error) {
 	}
 	s := &shipment{reg: reg, operands: map[string]name.Digest{}}
 	root := tu.RepoRoot()
-	idx, err := ship.BuildOperator(ctx, ship.OperatorOptions{Root: root, Platforms: operatorPlatforms, Version: "0.1.0",
-		SourceURL: "https://github.com/helmapp/helm-app-operator", Licenses: "Apache-2.0", BinDir: s.tempDir()})
+	if s.standIns, err = buildStandIns(ctx, s.tempDir()); err != nil {
+		return s, err
+	}
+	idx, err := ship.BuildOperator(ctx, operatorOptions(s, s.tempDir()))
 	if err != nil {
 		return s, err
 	}
@@ -105,6 +116,46 @@ func push(ctx context.Context) (*shipment, error) {
 		Platforms: catalogPlatforms, Version: "0.1.0", SourceURL: "https://github.com/helmapp/helm-app-operator",
 		Licenses: "Apache-2.0", Ref: reg.Host + "/helmapp/helm-app-operator-catalog:v0.1.0", WorkDir: s.tempDir()})
 	return s, err
+}
+
+// operatorOptions are make image-push's defaults for operatorPlatforms, with
+// the stand-ins.
+func operatorOptions(s *shipment, binDir string) ship.OperatorOptions {
+	return ship.OperatorOptions{Root: tu.RepoRoot(), Platforms: operatorPlatforms, Version: "0.1.0",
+		SourceURL: "https://github.com/helmapp/helm-app-operator", Licenses: "Apache-2.0", BinDir: binDir, StandIns: s.standIns}
+}
+
+// standInSource is the stand-in manager: a static binary of a few hundred
+// kilobytes that cross-compiles in seconds.
+const standInSource = `package main
+
+func main() { println("a stand-in for the manager: make image-push builds the real one") }
+`
+
+// buildStandIns cross-compiles the stand-in for every operator platform but
+// the host's, into dir.
+func buildStandIns(ctx context.Context, dir string) (map[string]string, error) {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module standin\n\ngo 1.22\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(standInSource), 0o644); err != nil {
+		return nil, err
+	}
+	bins := map[string]string{}
+	for _, p := range operatorPlatforms {
+		if p.String() == hostPlatform.String() {
+			continue
+		}
+		out := filepath.Join(dir, "stand-in-"+p.OS+"-"+p.Architecture)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the stand-in for %s: %w\n%s", p, err, b)
+		}
+		bins[p.String()] = out
+	}
+	return bins, nil
 }
 
 // bundleOptions are make bundle-push's defaults, with the operand images
