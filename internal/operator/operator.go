@@ -122,7 +122,7 @@ type Config struct {
 	WrapReader func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
-	// WrapStorage wraps the release storage driver (storage.go). The memo of
+	// WrapStorage wraps the release storage driver (storagedriver.go). The memo of
 	// each action configuration (memoDriver) wraps what it returns, so every
 	// list that reaches the server passes through it, and a list it fails is
 	// never remembered.
@@ -240,7 +240,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 
 	// Helm's actions act as each resource's identity; its storage, the
 	// resources, events and caches stay the operator's (tenancy.go). Each
-	// kind's releases are stored as its watch says (storage.go).
+	// kind's releases are stored as its watch says (storagedriver.go).
 	ids := newIdentities(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), c, ws)
 	access := newAccessReviewer(mgr.GetConfig(), mgr.GetHTTPClient(), time.Now)
 	chunked := map[schema.GroupVersionKind]bool{}
@@ -367,7 +367,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			Writes:        writes,
 			Records:       mgr.GetCache(),
 			Memo:          memo,
-			Observer:      rec,
+			Reporter:      rec,
 			Rollout:       &w.Rollout,
 			Identity:      policyOf(w, c),
 			Access:        access,

@@ -6,8 +6,8 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// Observer is told how each reconcile ended (internal/metrics implements it).
-type Observer interface {
+// Reporter is told how each reconcile ended (internal/metrics implements it).
+type Reporter interface {
 	// Reconciled is called once per reconcile, after the status write, with
 	// the status computed for obj, the reconcile's failure (nil on success)
 	// and whether it was held (ran nothing).
@@ -16,15 +16,15 @@ type Observer interface {
 	Forget(kind, namespace, name string)
 }
 
-// observe tells the Observer, if any, how the reconcile of obj ended; gone
+// report tells the Reporter, if any, how the reconcile of obj ended; gone
 // means the resource is gone.
-func (r *Reconciler) observe(obj client.Object, s status.Status, out status.Outcome, gone bool) {
-	if r.opts.Observer == nil {
+func (r *Reconciler) report(obj client.Object, s status.Status, out status.Outcome, gone bool) {
+	if r.opts.Reporter == nil {
 		return
 	}
 	if gone {
-		r.opts.Observer.Forget(r.opts.GVK.Kind, obj.GetNamespace(), obj.GetName())
+		r.opts.Reporter.Forget(r.opts.GVK.Kind, obj.GetNamespace(), obj.GetName())
 		return
 	}
-	r.opts.Observer.Reconciled(r.opts.GVK.Kind, obj, s, out.Err, out.Held)
+	r.opts.Reporter.Reconciled(r.opts.GVK.Kind, obj, s, out.Err, out.Held)
 }
