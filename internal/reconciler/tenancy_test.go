@@ -22,6 +22,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
@@ -80,7 +81,7 @@ func (e *env) startAs(restCfg *rest.Config, mutate ...func(*operator.Config)) {
 	logger := zapLogger(e.logs)
 	ws := tu.DefaultWatches(e.t)
 	e.startOp = func() func() {
-		return tu.StartOperator(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
+		return operatortest.Start(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
 	}
 	e.stopOp = e.startOp()
 }

@@ -1,6 +1,8 @@
 // Package testutil holds what the envtest suites share: a control plane per
-// test binary, a namespace per test, the operator run in-process, and the
-// polling helpers that read status the way a user does.
+// test binary, a namespace per test, and the polling helpers that read status
+// the way a user does. It links none of the manager's packages, so that the
+// tests of the packages it is built from can use it; the operator run
+// in-process is internal/testing/operatortest.
 package testutil
 
 import (
@@ -29,9 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
-	"github.com/helmapp/helm-app-operator/internal/watches"
 )
 
 // Kinds of the product.
@@ -106,45 +106,6 @@ func DefaultWatches(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return WatchesFile(t, string(b))
-}
-
-// StartOperator runs the operator in-process on cfg until the test ends, or
-// until stop is called: stop cancels the manager and waits for it to return,
-// as a process that is shut down does. mutate adjusts the manager's
-// configuration.
-func StartOperator(t testing.TB, cfg *rest.Config, watchesPath string, namespaces []string, mutate ...func(*operator.Config)) (stop func()) {
-	t.Helper()
-	ws, err := watches.Load(watchesPath)
-	if err != nil {
-		t.Fatalf("loading watches: %v", err)
-	}
-	c := operator.Config{
-		WatchNamespaces:         namespaces,
-		MaxConcurrentReconciles: 2,
-		ReconcilePeriod:         time.Minute,
-		MetricsBindAddress:      "0",
-		HealthProbeBindAddress:  "0",
-		SkipNameValidation:      true,
-	}
-	for _, m := range mutate {
-		m(&c)
-	}
-	mgr, err := operator.New(cfg, c, ws)
-	if err != nil {
-		t.Fatalf("creating the operator: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	}()
-	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
-	t.Cleanup(stop)
-	return stop
 }
 
 // NewCR returns a resource of gvk with spec.

@@ -25,6 +25,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 	"github.com/helmapp/helm-app-operator/internal/tooling/bundle"
 )
@@ -108,7 +109,7 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 			logs := &syncBuffer{}
 			logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
 			metricsAddr := tu.FreeAddress(t)
-			tu.StartOperator(t, sc, tu.DefaultWatches(t), watch, func(oc *operator.Config) {
+			operatortest.Start(t, sc, tu.DefaultWatches(t), watch, func(oc *operator.Config) {
 				oc.Logger = &logger
 				oc.MetricsBindAddress = metricsAddr // HTTPS behind TokenReview and SubjectAccessReview
 				oc.LeaderElection = true

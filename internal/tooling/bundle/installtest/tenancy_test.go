@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 	"github.com/helmapp/helm-app-operator/internal/tooling/bundle"
 )
@@ -72,7 +73,7 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 
 	logs := &syncBuffer{}
 	logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
-	tu.StartOperator(t, sc, tu.DefaultWatches(t), []string{crNS}, func(oc *operator.Config) {
+	operatortest.Start(t, sc, tu.DefaultWatches(t), []string{crNS}, func(oc *operator.Config) {
 		oc.Logger = &logger
 		oc.DefaultServiceAccount, oc.RequireServiceAccount = "helm-deployer", true
 		oc.RetryBase, oc.RetryMax = 200*time.Millisecond, 2*time.Second
