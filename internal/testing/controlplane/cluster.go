@@ -87,7 +87,8 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 		}},
 	}
 	for _, s := range specs {
-		c, err := startComponent(s.name, filepath.Join(cp.AssetsDir, s.name), cp.WorkDir, s.args...)
+		c, err := StartProcess(Command{Name: s.name, Binary: filepath.Join(cp.AssetsDir, s.name), Args: s.args, Dir: cp.WorkDir,
+			LogPath: filepath.Join(cp.WorkDir, s.name+".log"), Append: true, KillWithParent: true})
 		if err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func (cp *ControlPlane) startCluster(ctx context.Context) error {
 func (cp *ControlPlane) waitFor(ctx context.Context, what string, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		for _, c := range cp.components {
-			if err := c.exited(); err != nil {
+			if err := c.Exited(); err != nil {
 				return false, err
 			}
 		}
@@ -135,7 +136,7 @@ func (cp *ControlPlane) waitFor(ctx context.Context, what string, cond wait.Cond
 	}
 	logs := make([]string, 0, len(cp.components))
 	for _, c := range cp.components {
-		logs = append(logs, c.logPath)
+		logs = append(logs, c.LogPath())
 	}
 	return fmt.Errorf("waiting for %s: %w (component logs: %s)", what, err, strings.Join(logs, ", "))
 }

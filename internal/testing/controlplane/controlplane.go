@@ -63,7 +63,7 @@ type ControlPlane struct {
 
 	env        *envtest.Environment
 	logFiles   []*os.File
-	components []*component
+	components []*Process
 	ownWorkDir bool
 	stopped    bool
 }
@@ -260,7 +260,7 @@ func (cp *ControlPlane) Stop() error {
 	cp.stopped = true
 	var errs []error
 	for i := len(cp.components) - 1; i >= 0; i-- {
-		if err := cp.components[i].stop(); err != nil {
+		if err := cp.components[i].Stop(stopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -5,12 +5,15 @@ import (
 	"syscall"
 )
 
-// sysProcAttr puts a component in its own process group (a terminal's Ctrl-C
-// reaches the test binary, which then stops components in order) and has the
-// kernel kill it if the process that started it dies without calling Stop,
-// so a crashed or killed test leaves no orphans.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// sysProcAttr puts a process in its own process group (a terminal's Ctrl-C
+// reaches the parent, which then stops it in order) and, with
+// killWithParent, has the kernel kill it if the process that started it dies
+// without calling Stop, so a crashed or killed test leaves no orphans.
+func sysProcAttr(killWithParent bool) *syscall.SysProcAttr {
+	if killWithParent {
+		return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	return &syscall.SysProcAttr{Setpgid: true}
 }
 
 // cancelAsGroup makes cancelling cmd's context terminate its whole process

@@ -8,7 +8,7 @@ import (
 )
 
 // sysProcAttr uses the defaults where the parent-death signal is unavailable.
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+func sysProcAttr(bool) *syscall.SysProcAttr { return nil }
 
 // cancelAsGroup keeps exec's default cancellation (kill the process only).
 func cancelAsGroup(*exec.Cmd) {}

@@ -10,70 +10,35 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
 // process is an operator binary run by the benchmark.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	log     *os.File
-	done    chan struct{}
-	err     error
-}
+type process struct{ *controlplane.Process }
 
+// startProcess runs binary with args in dir, with kubeconfig's credentials,
+// logging to logPath.
 func startProcess(binary, dir, kubeconfig, logPath string, args ...string) (*process, error) {
-	log, err := os.Create(logPath)
+	p, err := controlplane.StartProcess(controlplane.Command{Name: binary, Binary: binary, Args: args, Dir: dir,
+		Env: []string{"KUBECONFIG=" + kubeconfig}, LogPath: logPath})
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	p := &process{cmd: cmd, logPath: logPath, log: log, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+	return &process{p}, nil
 }
 
 // exited returns an error once the process has exited.
-func (p *process) exited() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("%s exited (%v); see %s", p.cmd.Path, p.err, p.logPath)
-	default:
-		return nil
-	}
-}
+func (p *process) exited() error { return p.Exited() }
 
 // stop sends SIGTERM and kills the process if it has not exited within
 // grace.
-func (p *process) stop(grace time.Duration) {
-	defer p.log.Close()
-	if p.exited() != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
+func (p *process) stop(grace time.Duration) { _ = p.Stop(grace) }
 
 // rss returns the process's resident set size in bytes (VmRSS).
 func (p *process) rss() (int64, error) {
-	return readRSS(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	return readRSS(fmt.Sprintf("/proc/%d/status", p.Pid()))
 }
 
 func readRSS(statusFile string) (int64, error) {

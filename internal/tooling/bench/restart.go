@@ -162,7 +162,7 @@ func waitWatchingSince(ctx context.Context, audit *auditTail, proc *process, use
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the operator did not list or watch %s within 2m; see %s", benchResource, proc.logPath)
+			return fmt.Errorf("the operator did not list or watch %s within 2m; see %s", benchResource, proc.LogPath())
 		}
 		select {
 		case <-ctx.Done():

@@ -264,7 +264,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	}
 	if err != nil {
 		d, _ := tr.countTrue("Deployed")
-		return run, fmt.Errorf("waiting for %d resources to be Deployed (%d are; operator log %s): %w", n, d, proc.logPath, err)
+		return run, fmt.Errorf("waiting for %d resources to be Deployed (%d are; operator log %s): %w", n, d, proc.LogPath(), err)
 	}
 	_, lastDeployed := tr.countTrue("Deployed")
 	run.AllDeployedSeconds = lastDeployed.Sub(t0).Seconds()

@@ -95,7 +95,7 @@ func (cfg Config) selected(specs []operatorSpec) []operatorSpec {
 // its heap and stacks; the rest of VmRSS is mostly the binary's pages, which
 // the kernel shares and may drop).
 func (p *process) rssAnon() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return 0, err
 	}
