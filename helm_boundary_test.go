@@ -24,13 +24,13 @@ var helmElsewhere = map[string][]string{
 	// client-only for their tests and the bundle. It cannot live in
 	// internal/release, whose reconcile path runs no dry run
 	// (TestNoDryRunOnTheReconcilePath).
-	"internal/charts": {"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart",
+	"internal/tooling/charts": {"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart",
 		"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/releaseutil"},
 	// Tooling: reads the charts' values and --set overrides for the bundle.
-	"internal/bundle": {"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/strvals"},
+	"internal/tooling/bundle": {"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/strvals"},
 	// Tooling: generates the CRDs from watches.yaml and the charts' schemas.
-	"internal/crdgen": {"github.com/operator-framework/helm-operator-plugins/pkg/watches", "helm.sh/helm/v3/pkg/chart"},
-	"hack/gencrd":     {"github.com/operator-framework/helm-operator-plugins/pkg/watches"},
+	"internal/tooling/crdgen": {"github.com/operator-framework/helm-operator-plugins/pkg/watches", "helm.sh/helm/v3/pkg/chart"},
+	"hack/gencrd":             {"github.com/operator-framework/helm-operator-plugins/pkg/watches"},
 	// The benchmark's baseline is helm-operator-plugins' own reconciler.
 	"hack/bench/baseline": {"github.com/operator-framework/helm-operator-plugins/pkg/annotation",
 		"github.com/operator-framework/helm-operator-plugins/pkg/reconciler",

@@ -25,7 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/helmapp/helm-app-operator/internal/bench"
+	"github.com/helmapp/helm-app-operator/internal/tooling/bench"
 )
 
 func main() {

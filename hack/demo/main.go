@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 // bundle.Dockerfile) from config/, as operator-sdk's `generate bundle` would,
 // then validates it as `operator-sdk bundle validate --select-optional
 // suite=operatorframework` would. Any error or warning fails it. See package
-// internal/bundle.
+// internal/tooling/bundle.
 //
 //	go run ./hack/genbundle --version 0.1.0 --image quay.io/helmapp/helm-app-operator:0.1.0
 //	go run ./hack/genbundle --version 0.2.0 --image ... --replaces helm-app-operator.v0.1.0 --image-digests digests.yaml
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/helmapp/helm-app-operator/internal/bundle"
+	"github.com/helmapp/helm-app-operator/internal/tooling/bundle"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command gencatalog writes a file-based catalog (FBC) of the operator's
 // bundles and validates it with opm's library, as `opm render`, `opm init`
-// and `opm validate` would. See package internal/catalog.
+// and `opm validate` would. See package internal/tooling/catalog.
 //
 //	go run ./hack/gencatalog --bundles bundle --out catalog
 package main
@@ -14,7 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/helmapp/helm-app-operator/internal/catalog"
+	"github.com/helmapp/helm-app-operator/internal/tooling/catalog"
 )
 
 func main() {

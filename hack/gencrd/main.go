@@ -1,6 +1,6 @@
 // Command gencrd writes the CustomResourceDefinition of every kind in
 // watches.yaml into config/crd/bases, from the chart's values.schema.json and
-// the operator's status contract (see internal/crdgen).
+// the operator's status contract (see internal/tooling/crdgen).
 //
 //	go run ./hack/gencrd                 # regenerate
 //	go run ./hack/gencrd --check         # exit 1 if a file is stale
@@ -13,7 +13,7 @@ import (
 
 	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
 
-	"github.com/helmapp/helm-app-operator/internal/crdgen"
+	"github.com/helmapp/helm-app-operator/internal/tooling/crdgen"
 )
 
 func main() {

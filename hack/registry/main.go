@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/helmapp/helm-app-operator/internal/image"
+	"github.com/helmapp/helm-app-operator/internal/tooling/image"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command ship builds and pushes the operator, bundle and catalog images in
-// pure Go, with no container engine (see internal/ship). make image-build,
+// pure Go, with no container engine (see internal/tooling/ship). make image-build,
 // image-push, bundle-push and catalog-push call it; credentials come from
 // ~/.docker/config.json (go-containerregistry's default keychain).
 //
@@ -21,9 +21,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/helmapp/helm-app-operator/internal/bundle"
-	img "github.com/helmapp/helm-app-operator/internal/image"
-	"github.com/helmapp/helm-app-operator/internal/ship"
+	"github.com/helmapp/helm-app-operator/internal/tooling/bundle"
+	img "github.com/helmapp/helm-app-operator/internal/tooling/image"
+	"github.com/helmapp/helm-app-operator/internal/tooling/ship"
 )
 
 func main() {

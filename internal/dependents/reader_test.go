@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/dependents"
-	"github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 var cfg *rest.Config

@@ -16,7 +16,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/metrics"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // ksmConfig is the part of kube-state-metrics' CustomResourceStateMetrics

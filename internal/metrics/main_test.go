@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
-	"github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // cfg is the admin config of the local cluster the tests share.

@@ -30,7 +30,8 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // TestSecureMetricsFollowTheResource runs the operator with its metrics
@@ -47,7 +48,7 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "metrics")
 	addr := tu.FreeAddress(t)
-	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
 		oc.MetricsBindAddress = addr
 		oc.RetryBase, oc.RetryMax = time.Second, 2*time.Second
 	})

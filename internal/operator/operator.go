@@ -122,7 +122,7 @@ type Config struct {
 	WrapReader func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
-	// WrapStorage wraps the release storage driver (storage.go). The memo of
+	// WrapStorage wraps the release storage driver (storagedriver.go). The memo of
 	// each action configuration (memoDriver) wraps what it returns, so every
 	// list that reaches the server passes through it, and a list it fails is
 	// never remembered.
@@ -159,36 +159,65 @@ func ParseNamespaces(env string) []string {
 }
 
 // New returns a manager with one controller per watched kind of ws, as
-// loaded by watches.Load.
+// loaded by watches.Load: the configuration checked, the manager, the
+// services every reconciler of the process shares, then one reconciler per
+// watch.
 func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, error) {
-	if c.MaxConcurrentReconciles < 1 {
-		return nil, fmt.Errorf("max concurrent reconciles must be at least 1, got %d", c.MaxConcurrentReconciles)
-	}
-	if c.ReconcilePeriod < 0 {
-		return nil, fmt.Errorf("reconcile period must not be negative, got %s", c.ReconcilePeriod)
-	}
-	if c.Timeout < 0 || c.ShutdownGrace < 0 {
-		return nil, fmt.Errorf("timeout (%s) and shutdown grace (%s) must not be negative", c.Timeout, c.ShutdownGrace)
-	}
-	restConfig, err := withRateLimits(restConfig, c.KubeAPIQPS, c.KubeAPIBurst)
+	c, sh, err := checkConfig(c)
 	if err != nil {
 		return nil, err
+	}
+	restConfig, err = withRateLimits(restConfig, c.KubeAPIQPS, c.KubeAPIBurst)
+	if err != nil {
+		return nil, err
+	}
+	mgr, namespaces, err := newManager(restConfig, c, sh)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := newServices(mgr, c, ws, sh, namespaces)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		if err := addReconciler(mgr, c, w, svc); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// checkConfig rejects a configuration the operator cannot run with, fills
+// in the defaults and parses the shard's label selector.
+func checkConfig(c Config) (Config, shard, error) {
+	if c.MaxConcurrentReconciles < 1 {
+		return c, shard{}, fmt.Errorf("max concurrent reconciles must be at least 1, got %d", c.MaxConcurrentReconciles)
+	}
+	if c.ReconcilePeriod < 0 {
+		return c, shard{}, fmt.Errorf("reconcile period must not be negative, got %s", c.ReconcilePeriod)
+	}
+	if c.Timeout < 0 || c.ShutdownGrace < 0 {
+		return c, shard{}, fmt.Errorf("timeout (%s) and shutdown grace (%s) must not be negative", c.Timeout, c.ShutdownGrace)
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = release.DefaultShutdownGrace
 	}
 	if sa := c.DefaultServiceAccount; sa != "" {
 		if errs := validation.IsDNS1123Subdomain(sa); len(errs) > 0 {
-			return nil, fmt.Errorf("--default-service-account must name a ServiceAccount, got %q: %s", sa, errs[0])
+			return c, shard{}, fmt.Errorf("--default-service-account must name a ServiceAccount, got %q: %s", sa, errs[0])
 		}
 	}
 	if err := validateLeaderElection(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
-		return nil, err
+		return c, shard{}, err
 	}
 	sh, err := parseShard(c.WatchLabelSelector)
-	if err != nil {
-		return nil, err
-	}
+	return c, sh, err
+}
+
+// newManager creates the controller-runtime manager: metrics, probes,
+// leader election and its caches (scoped to the watched namespaces and the
+// shard). It returns the watched namespaces (nil: all).
+func newManager(restConfig *rest.Config, c Config, sh shard) (ctrl.Manager, map[string]cache.Config, error) {
 	id := c.LeaderElectionID
 	if id == "" {
 		id = DefaultLeaderElectionID
@@ -229,18 +258,43 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
+		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return mgr, opts.Cache.DefaultNamespaces, nil
+}
 
+// services are what every reconciler of the process shares, built once:
+// the Helm action client getter, the registries (running actions, tenure,
+// the operator's own storage writes, the memo of settled revisions), the
+// clients and readers, the metrics and the permission reviews.
+type services struct {
+	shard     shard
+	getter    helmclient.ActionClientGetter
+	actions   *release.Actions
+	tenure    *release.Tenure
+	writes    *release.Writes
+	memo      *release.Memo
+	reporter  *metrics.Recorder
+	client    client.Client
+	resources client.Client
+	reader    client.Reader
+	tracker   *dependents.Tracker
+	depCache  cache.Cache
+	access    *accessReviewer
+	ids       *identities
+}
+
+// newServices builds the services of mgr for the watches ws.
+func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, namespaces map[string]cache.Config) (*services, error) {
 	// Helm's actions act as each resource's identity; its storage, the
 	// resources, events and caches stay the operator's (tenancy.go). Each
-	// kind's releases are stored as its watch says (storage.go).
+	// kind's releases are stored as its watch says (storagedriver.go).
 	ids := newIdentities(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), c, ws)
 	access := newAccessReviewer(mgr.GetConfig(), mgr.GetHTTPClient(), time.Now)
 	chunked := map[schema.GroupVersionKind]bool{}
@@ -272,7 +326,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
 
-	depCache, err := dependentCache(mgr, opts.Cache.DefaultNamespaces, sh.and(dependents.Selector()), ws)
+	depCache, err := dependentCache(mgr, namespaces, sh.and(dependents.Selector()), ws)
 	if err != nil {
 		return nil, err
 	}
@@ -304,12 +358,28 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 		return nil, fmt.Errorf("registering the metrics: %w", err)
 	}
 	actions.ObserveWith(rec.ObserveAction)
-	cl := mgr.GetClient()
+	cl, resources, reader, tracker, err := newClients(mgr, c, depCache)
+	if err != nil {
+		return nil, err
+	}
+	if c.WrapActionClientGetter != nil {
+		getter = c.WrapActionClientGetter(getter)
+	}
+	return &services{shard: sh, getter: getter, actions: actions, tenure: tenure, writes: writes, memo: memo,
+		reporter: rec, client: cl, resources: resources, reader: reader, tracker: tracker, depCache: depCache,
+		access: access, ids: ids}, nil
+}
+
+// newClients returns the clients every reconciler shares: cl writes (and
+// reads what is not cached), resources reads the watched resources from the
+// manager's cache, reader reads the releases' objects (from depCache, told
+// by tracker, when there is one).
+func newClients(mgr ctrl.Manager, c Config, depCache cache.Cache) (cl, resources client.Client, reader client.Reader, tracker *dependents.Tracker, err error) {
+	cl = mgr.GetClient()
 	if c.WrapClient != nil {
 		cl = c.WrapClient(cl)
 	}
-	var reader client.Reader = mgr.GetAPIReader()
-	var tracker *dependents.Tracker
+	reader = mgr.GetAPIReader()
 	if depCache != nil {
 		// The releases' objects are read from the cache that watches them.
 		tracker = dependents.NewTracker()
@@ -321,69 +391,69 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	// The watched resources are read from the manager's cache, which the
 	// controllers' watches fill (the manager's client reads unstructured
 	// objects from the API server).
-	resources, err := client.New(mgr.GetConfig(), client.Options{
+	resources, err = client.New(mgr.GetConfig(), client.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the cached client: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("creating the cached client: %w", err)
 	}
 	if c.WrapClient != nil {
 		resources = c.WrapClient(resources)
 	}
-	if c.WrapActionClientGetter != nil {
-		getter = c.WrapActionClientGetter(getter)
+	return cl, resources, reader, tracker, nil
+}
+
+// addReconciler adds the reconciler of the watch w to mgr.
+func addReconciler(mgr ctrl.Manager, c Config, w watches.Watch, svc *services) error {
+	r, err := reconciler.New(reconciler.Options{
+		Client:             svc.client,
+		GVK:                w.GroupVersionKind,
+		Chart:              w.Chart,
+		OverrideValues:     w.OverrideValues,
+		ActionClientGetter: svc.getter,
+		Recorder:           mgr.GetEventRecorder("helm-app-operator"),
+		ReconcilePeriod:    w.Period(c.ReconcilePeriod),
+		Reader:             svc.reader,
+		Cache:              svc.resources,
+		Tracker:            svc.tracker,
+		RESTMapper:         mgr.GetRESTMapper(),
+		ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
+		RetryBase:          c.RetryBase,
+		RetryMax:           c.RetryMax,
+		Remediation: release.Remediation{
+			RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
+			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
+		},
+		UninstallWait: w.UninstallWait,
+		CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
+		ShardKeys:     svc.shard.keys,
+		Shard:         svc.shard.selector,
+		Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
+		MaxRetries:    w.Retries(),
+		Timeout:       w.ActionTimeout(c.Timeout),
+		ShutdownGrace: c.ShutdownGrace,
+		Actions:       svc.actions,
+		Tenure:        svc.tenure,
+		Writes:        svc.writes,
+		Records:       mgr.GetCache(),
+		Memo:          svc.memo,
+		Reporter:      svc.reporter,
+		Rollout:       &w.Rollout,
+		Identity:      policyOf(w, c),
+		Access:        svc.access,
+		Writers:       svc.ids.writer,
+	})
+	if err != nil {
+		return err
 	}
-	for _, w := range ws {
-		r, err := reconciler.New(reconciler.Options{
-			Client:             cl,
-			GVK:                w.GroupVersionKind,
-			Chart:              w.Chart,
-			OverrideValues:     w.OverrideValues,
-			ActionClientGetter: getter,
-			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
-			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
-			Reader:             reader,
-			Cache:              resources,
-			Tracker:            tracker,
-			RESTMapper:         mgr.GetRESTMapper(),
-			ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
-			RetryBase:          c.RetryBase,
-			RetryMax:           c.RetryMax,
-			Remediation: release.Remediation{
-				RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
-				UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
-			},
-			UninstallWait: w.UninstallWait,
-			CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
-			ShardKeys:     sh.keys,
-			Shard:         sh.selector,
-			Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
-			MaxRetries:    w.Retries(),
-			Timeout:       w.ActionTimeout(c.Timeout),
-			ShutdownGrace: c.ShutdownGrace,
-			Actions:       actions,
-			Tenure:        tenure,
-			Writes:        writes,
-			Records:       mgr.GetCache(),
-			Memo:          memo,
-			Observer:      rec,
-			Rollout:       &w.Rollout,
-			Identity:      policyOf(w, c),
-			Access:        access,
-			Writers:       ids.writer,
-		})
-		if err != nil {
-			return nil, err
-		}
-		if *w.WatchDependentResources {
-			r.WatchDependents(depCache)
-		}
-		if err := r.SetupWithManager(mgr, w.Concurrency(c.MaxConcurrentReconciles), w.Selector); err != nil {
-			return nil, fmt.Errorf("setting up the controller of %s: %w", w.GroupVersionKind, err)
-		}
+	if *w.WatchDependentResources {
+		r.WatchDependents(svc.depCache)
 	}
-	return mgr, nil
+	if err := r.SetupWithManager(mgr, w.Concurrency(c.MaxConcurrentReconciles), w.Selector); err != nil {
+		return fmt.Errorf("setting up the controller of %s: %w", w.GroupVersionKind, err)
+	}
+	return nil
 }
 
 // dependentCache returns the one cache, restricted to the objects the operator

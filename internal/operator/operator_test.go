@@ -20,7 +20,8 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // helmStorage reads releases the way the helm CLI does: its own Secret driver.
@@ -37,7 +38,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "lifecycle")
-	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns})
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns})
 
 	// Install on create.
 	cr := tu.NewCR(tu.NginxGVK, ns, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "First"}})
@@ -126,7 +127,7 @@ func TestTwoKindsFromOneWatchesFile(t *testing.T) {
 	ctx := context.Background()
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "kinds")
-	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns})
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns})
 
 	if err := c.Create(ctx, tu.NewCR(tu.NginxGVK, ns, "web", map[string]any{})); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestWatchNamespaceList(t *testing.T) {
 	ctx := context.Background()
 	c := tu.Client(t, cfg)
 	a, b, other := tu.Namespace(t, c, "a"), tu.Namespace(t, c, "b"), tu.Namespace(t, c, "c")
-	tu.StartOperator(t, cfg, tu.DefaultWatches(t), operator.ParseNamespaces(" "+a+", "+b+" ,"))
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), operator.ParseNamespaces(" "+a+", "+b+" ,"))
 
 	for _, ns := range []string{other, a, b} {
 		if err := c.Create(ctx, tu.NewCR(tu.EchoGVK, ns, "echo", map[string]any{})); err != nil {
@@ -177,7 +178,7 @@ func TestOverrideValuesFromTheEnvironment(t *testing.T) {
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "override")
 	t.Setenv("HELMAPP_TEST_NGINX_TAG", "1.27.9-test")
-	tu.StartOperator(t, cfg, tu.WatchesFile(t, `
+	operatortest.Start(t, cfg, tu.WatchesFile(t, `
 - group: web.helmapp.io
   version: v1alpha1
   kind: Nginx

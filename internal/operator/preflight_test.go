@@ -13,7 +13,8 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // TestPreflightRequests counts the SubjectAccessReviews of the permission
@@ -32,7 +33,7 @@ func TestPreflightRequests(t *testing.T) {
 		}
 	})
 	start := func() func() {
-		return tu.StartOperator(t, counted, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
+		return operatortest.Start(t, counted, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
 			c.MaxConcurrentReconciles = 4
 		})
 	}

@@ -9,7 +9,8 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 	"github.com/helmapp/helm-app-operator/internal/watches"
 )
 
@@ -69,7 +70,7 @@ func TestClientRateLimits(t *testing.T) {
 
 	c := tu.Client(t, cfg)
 	ns := tu.Namespace(t, c, "ratelimit")
-	tu.StartOperator(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
 		oc.KubeAPIQPS, oc.KubeAPIBurst = 40, 80
 	})
 	if err := c.Create(context.Background(), tu.NewCR(tu.EchoGVK, ns, "echo", map[string]any{})); err != nil {

@@ -14,7 +14,8 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // TestRequestsPerAction counts the API requests of a real install and a real
@@ -30,7 +31,7 @@ func TestRequestsPerAction(t *testing.T) {
 	counted := tu.RecordRequests(cfg, func(r tu.Request) {
 		log.add(event{method: r.Method, path: r.Path, selector: r.LabelSelector, watch: r.Watch})
 	})
-	tu.StartOperator(t, counted, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
+	operatortest.Start(t, counted, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
 		c.WrapActionClientGetter = func(g helmclient.ActionClientGetter) helmclient.ActionClientGetter {
 			return markingGetter{ActionClientGetter: g, log: log}
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/metrics"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // rolloutChart writes a ConfigMap-only chart of version (Ready as soon as

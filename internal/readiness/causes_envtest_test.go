@@ -17,7 +17,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	"github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // countingReader is the real client, counting its lists.

@@ -16,9 +16,9 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/readiness"
-	"github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // cfg is the admin config of the control plane every test here shares; each

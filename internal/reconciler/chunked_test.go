@@ -29,7 +29,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 var bulkyGVK = schema.GroupVersionKind{Group: "test.helmapp.io", Version: "v1", Kind: "Bulky"}

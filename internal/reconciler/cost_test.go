@@ -13,7 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // requestLog records the operator's requests to the API server ("GET
@@ -72,7 +73,7 @@ func newCountedEnv(t *testing.T) (*env, *requestLog) {
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
 	watchesPath := testWatches(t)
 	e.startOp = func() func() {
-		return tu.StartOperator(t, counted, watchesPath, []string{e.ns}, e.configure(logger, nil))
+		return operatortest.Start(t, counted, watchesPath, []string{e.ns}, e.configure(logger, nil))
 	}
 	e.stopOp = e.startOp()
 	return e, log

@@ -11,12 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -204,15 +201,9 @@ func (r *Reconciler) uninstallAndWait(ctx context.Context, obj *unstructured.Uns
 	if err != nil || st.Latest == nil {
 		return err
 	}
-	refs, err := readiness.ObjectsFromManifest(st.Latest.Manifest, obj.GetNamespace(), r.opts.RESTMapper)
+	left, err := release.Lingering(ctx, r.opts.Reader, r.opts.RESTMapper, st.Latest, obj.GetNamespace())
 	if err != nil {
-		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionUninstall,
-			Summary: fmt.Sprintf("Reading the objects of uninstalled release %s failed", runner.Name), Err: err}
-	}
-	left, err := r.lingering(ctx, refs)
-	if err != nil {
-		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionUninstall,
-			Summary: fmt.Sprintf("Checking that the objects of release %s are gone failed", runner.Name), Err: err}
+		return err
 	}
 	if len(left) > 0 {
 		names := strings.Join(left[:min(len(left), maxLingeringNames)], ", ")
@@ -223,28 +214,6 @@ func (r *Reconciler) uninstallAndWait(ctx context.Context, obj *unstructured.Uns
 		return nil
 	}
 	return runner.Uninstall(false)
-}
-
-// lingering returns "Kind/name" of each object of refs that still exists.
-// An object Helm keeps on uninstall (helm.sh/resource-policy: keep) is not
-// waited for.
-func (r *Reconciler) lingering(ctx context.Context, refs []readiness.ObjectRef) ([]string, error) {
-	var left []string
-	for _, ref := range refs {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(ref.GroupVersionKind())
-		err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, err
-		case m.GetAnnotations()["helm.sh/resource-policy"] == "keep":
-			continue
-		}
-		left = append(left, ref.Kind+"/"+ref.Name)
-	}
-	return left, nil
 }
 
 // keep lets the resource go without uninstalling its release. The
@@ -264,7 +233,11 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 			writer = nil
 		}
 	}
-	n, err := r.disown(ctx, obj, st, writer)
+	if writer == nil {
+		writer = r.opts.Client
+	}
+	n, err := release.Disowner{Reader: r.opts.Reader, Mapper: r.opts.RESTMapper, Objects: writer, Storage: r.opts.Client}.
+		Disown(ctx, st, obj.GetNamespace(), obj.GetName(), obj.GetUID())
 	if err != nil {
 		return false, &release.Error{Reason: status.ReasonReconcileError,
 			Summary: fmt.Sprintf("Keeping release %s: taking the resource's owner references off its objects failed", runner.Name), Err: err}
@@ -276,98 +249,4 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseKept, "Delete", "%s", note)
 	return r.removeFinalizer(ctx, obj, "The release was kept")
-}
-
-// disown removes obj's owner references from the objects of the release's
-// deployed and latest revisions and from the release's storage Secrets, and
-// returns how many objects it changed. Other owner references stay. The
-// objects are written with writer, as the release's identity (nil: the
-// operator's own client); the Secrets, Helm's storage, as the operator.
-func (r *Reconciler) disown(ctx context.Context, obj *unstructured.Unstructured, st release.State, writer client.Client) (int, error) {
-	if writer == nil {
-		writer = r.opts.Client
-	}
-	var metas []*metav1.PartialObjectMetadata
-	var objects int
-	seen := map[readiness.ObjectRef]bool{}
-	var manifests []string
-	if st.Deployed != nil {
-		manifests = append(manifests, st.Deployed.Manifest)
-	}
-	if st.Latest != nil {
-		manifests = append(manifests, st.Latest.Manifest)
-	}
-	for _, manifest := range manifests {
-		refs, err := readiness.ObjectsFromManifest(manifest, obj.GetNamespace(), r.opts.RESTMapper)
-		if err != nil {
-			return 0, err
-		}
-		for _, ref := range refs {
-			if seen[ref] {
-				continue
-			}
-			seen[ref] = true
-			m := &metav1.PartialObjectMetadata{}
-			m.SetGroupVersionKind(ref.GroupVersionKind())
-			err := r.opts.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, m)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return 0, fmt.Errorf("reading %s: %w", ref, err)
-			}
-			metas = append(metas, m)
-		}
-	}
-	// Helm's storage: one Secret per revision, labelled owner=helm,
-	// name=<release> (or the chunked storage's index Secret; its chunks are
-	// owned by the index).
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	if err := r.opts.Reader.List(ctx, secrets, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabelsSelector{Selector: release.RecordsOf(obj.GetName())}); err != nil {
-		return 0, fmt.Errorf("listing the release's storage Secrets: %w", err)
-	}
-	objects = len(metas)
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		metas = append(metas, s)
-	}
-	n := 0
-	for i, m := range metas {
-		w := writer
-		if i >= objects {
-			w = r.opts.Client
-		}
-		changed, err := r.dropOwner(ctx, w, m, obj.GetUID())
-		if err != nil {
-			return n, err
-		}
-		if changed {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// dropOwner removes the owner reference to uid from m, with an optimistic
-// lock so that a concurrent change to the owner references is not lost.
-func (r *Reconciler) dropOwner(ctx context.Context, w client.Client, m *metav1.PartialObjectMetadata, uid types.UID) (bool, error) {
-	refs := m.GetOwnerReferences()
-	kept := make([]metav1.OwnerReference, 0, len(refs))
-	for _, ref := range refs {
-		if ref.UID != uid {
-			kept = append(kept, ref)
-		}
-	}
-	if len(kept) == len(refs) {
-		return false, nil
-	}
-	base := m.DeepCopy()
-	m.SetOwnerReferences(kept)
-	if err := w.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("removing the owner reference from %s %s: %w", m.Kind, m.GetName(), err)
-	}
-	return true, nil
 }

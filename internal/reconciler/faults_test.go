@@ -21,7 +21,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 const bigDeploymentsDenied = "deployments with more than 5 replicas are not allowed here"

@@ -25,7 +25,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	rel "github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // soon is how long "within seconds" may take on a loaded machine: far less

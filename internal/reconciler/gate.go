@@ -28,7 +28,7 @@ type retryGate struct {
 	mu  sync.Mutex
 	due map[types.UID]retryAt
 	// storage counts, per resource, the changes to its release's storage
-	// written by someone else (see storage.go).
+	// written by someone else (see recordwatch.go).
 	storage map[types.UID]uint64
 	// pending holds the statuses that could not be written (keepUnwritten).
 	pending map[types.UID]unwrittenStatus

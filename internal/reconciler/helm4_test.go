@@ -18,7 +18,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	rel "github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // A user who moved their CLI to Helm 4 reads the operator's releases (made

@@ -30,7 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 var (
@@ -157,7 +158,7 @@ func (e *env) start(mutate ...func(*operator.Config)) (stop func()) {
 func (e *env) launch(watchesPath string, mutate []func(*operator.Config)) {
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
 	e.startOp = func() func() {
-		return tu.StartOperator(e.t, cfg, watchesPath, []string{e.ns}, e.configure(logger, mutate))
+		return operatortest.Start(e.t, cfg, watchesPath, []string{e.ns}, e.configure(logger, mutate))
 	}
 	e.stopOp = e.startOp()
 }

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
-	"github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // One control plane for the package; each test works in its own namespace

@@ -99,8 +99,8 @@ type Options struct {
 	// MaxRetries bounds the consecutive failed installs and upgrades of one
 	// generation before the resource is Stalled; 0 means no bound.
 	MaxRetries int
-	// Observer is told how every reconcile ended (metrics); nil: nobody.
-	Observer Observer
+	// Reporter is told how every reconcile ended (metrics); nil: nobody.
+	Reporter Reporter
 	// Rollout stages the upgrades a new chart causes across the kind's
 	// resources (watches.yaml rollout, rollout.go); nil stages nothing.
 	Rollout *rollout.Budget

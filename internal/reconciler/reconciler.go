@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.opts.Memo.Forget(req.Namespace, req.Name)
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
-			r.observe(obj, status.Status{}, status.Outcome{}, true)
+			r.report(obj, status.Status{}, status.Outcome{}, true)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -147,13 +147,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.opts.Memo.Forget(req.Namespace, req.Name)
 			r.gate.forget(obj.GetUID())
 			r.foreign.forget(obj.GetUID())
-			r.observe(obj, status.Status{}, out, true)
+			r.report(obj, status.Status{}, out, true)
 			return
 		}
 		// obj holds what the server returned for this reconcile's writes.
 		defer func() { r.versions.set(req.NamespacedName, obj.GetResourceVersion()) }()
 		next := status.Compute(prev, out)
-		defer func() { r.observe(obj, next, out, false) }()
+		defer func() { r.report(obj, next, out, false) }()
 		// Written even when the operator is stopping (ctx cancelled), so that
 		// the status says how a cancelled Helm action ended.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
@@ -399,18 +399,18 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 			// The deployed revision's objects still run and matter: their
 			// readiness is judged on the failure paths too, so that the
 			// verdict is never an old one passed off as current.
-			if rerr := r.observeResources(ctx, obj, result.State, out); rerr != nil {
+			if rerr := r.judgeReadiness(ctx, obj, result.State, out); rerr != nil {
 				ctrl.LoggerFrom(ctx).V(1).Info("Judging readiness after a failure failed", "error", rerr.Error())
 			}
 		}
 		return err
 	}
-	return r.observeResources(ctx, obj, result.State, out)
+	return r.judgeReadiness(ctx, obj, result.State, out)
 }
 
-// observeResources judges the readiness of the deployed release's objects and
+// judgeReadiness judges the readiness of the deployed release's objects and
 // makes sure changes to them reconcile the resource.
-func (r *Reconciler) observeResources(ctx context.Context, obj *unstructured.Unstructured, st release.State, out *status.Outcome) error {
+func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstructured, st release.State, out *status.Outcome) error {
 	if st.Deployed == nil {
 		return nil
 	}

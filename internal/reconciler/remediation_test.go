@@ -20,7 +20,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	rel "github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // sortedHistory is the release's history, oldest first.

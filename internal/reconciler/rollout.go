@@ -23,9 +23,9 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// RolloutObserver, when the Observer implements it, is told the count of
+// RolloutReporter, when the Reporter implements it, is told the count of
 // the kind's resources in each state of a rollout (metrics).
-type RolloutObserver interface {
+type RolloutReporter interface {
 	RolloutResources(kind string, counts map[rollout.State]int)
 }
 
@@ -64,9 +64,9 @@ func (r *Reconciler) setupRollout(mgr ctrl.Manager, bld *builder.Builder, select
 	}
 	md := r.opts.Chart.Metadata
 	wake := make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024)
-	var observe func(map[rollout.State]int)
-	if o, ok := r.opts.Observer.(RolloutObserver); ok {
-		observe = func(c map[rollout.State]int) { o.RolloutResources(r.opts.GVK.Kind, c) }
+	var report func(map[rollout.State]int)
+	if o, ok := r.opts.Reporter.(RolloutReporter); ok {
+		report = func(c map[rollout.State]int) { o.RolloutResources(r.opts.GVK.Kind, c) }
 	}
 	r.rollout = rollout.New(rollout.Config{
 		Chart:  rollout.Chart{Name: md.Name, Version: md.Version, Digest: r.chartDigest},
@@ -91,7 +91,7 @@ func (r *Reconciler) setupRollout(mgr ctrl.Manager, bld *builder.Builder, select
 			}
 			r.opts.Recorder.Eventf(u, nil, typ, reason, "Rollout", "%s", status.Bound(note, maxEventNote))
 		},
-		Observe: observe,
+		Observe: report,
 		Now:     r.opts.Now,
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.rollout.Start)); err != nil {

@@ -19,7 +19,8 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // Issue 20 item 2: a settled resource costs nothing — after a restart at
@@ -116,7 +117,7 @@ func newSettledEnv(t *testing.T, watchesPath string, mutate ...func(*operator.Co
 	counted := tu.RecordRequests(cfg, log.add)
 	logger := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.InfoLevel))
 	e.startOp = func() func() {
-		return tu.StartOperator(t, counted, watchesPath, []string{e.ns}, e.configure(logger, mutate))
+		return operatortest.Start(t, counted, watchesPath, []string{e.ns}, e.configure(logger, mutate))
 	}
 	e.stopOp = e.startOp()
 	return e, log

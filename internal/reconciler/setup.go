@@ -47,7 +47,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	bld := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(r.opts.GVK.Kind+"."+r.opts.GVK.Group)).
 		For(obj, builder.WithPredicates(preds...)).
-		// Helm's storage may change behind the operator's back (storage.go).
+		// Helm's storage may change behind the operator's back (recordwatch.go).
 		WatchesMetadata(&corev1.Secret{}, r.storageEvents(mgr.GetCache())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	var selected labels.Selector

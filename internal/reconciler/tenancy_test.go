@@ -22,7 +22,8 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // The tenancy tests run the real authorizer: ServiceAccounts, Roles and
@@ -80,7 +81,7 @@ func (e *env) startAs(restCfg *rest.Config, mutate ...func(*operator.Config)) {
 	logger := zapLogger(e.logs)
 	ws := tu.DefaultWatches(e.t)
 	e.startOp = func() func() {
-		return tu.StartOperator(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
+		return operatortest.Start(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
 	}
 	e.stopOp = e.startOp()
 }

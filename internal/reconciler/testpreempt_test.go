@@ -17,7 +17,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	rel "github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // A test run is an action like the others: while the tests of revision 1

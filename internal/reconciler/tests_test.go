@@ -17,7 +17,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	rel "github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // testedWatches watches the Bulky kind with the tested chart (two ConfigMap

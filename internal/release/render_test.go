@@ -11,8 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
 // Each way a chart can fail to render, with the error Helm really returns

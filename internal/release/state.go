@@ -173,3 +173,19 @@ func Describe(r *release.Release) *status.DeployedRelease {
 	}
 	return d
 }
+
+// Observe reads the release's history like the package's Observe, and judges
+// a pending latest revision with the runner's registry, tenure and timeout.
+func (r *Runner) Observe() (State, error) {
+	st, err := Observe(r.Client, r.Name)
+	if err != nil || st.Latest == nil {
+		return st, err
+	}
+	p := LockPolicy{Now: r.now(), Since: r.tenure().Since(), Timeout: r.timeout()}
+	if r.Actions != nil {
+		p.RunningHere = r.Actions.Running(r.Namespace, r.Name)
+		p.EndedHere = r.Actions.EndedAt(r.Namespace, r.Name)
+	}
+	st.Lock = JudgeLock(st.Latest, p)
+	return st, nil
+}

@@ -82,22 +82,6 @@ func JudgeLock(rel *release.Release, p LockPolicy) *Lock {
 	return l
 }
 
-// Observe reads the release's history like the package's Observe, and judges
-// a pending latest revision with the runner's registry, tenure and timeout.
-func (r *Runner) Observe() (State, error) {
-	st, err := Observe(r.Client, r.Name)
-	if err != nil || st.Latest == nil {
-		return st, err
-	}
-	p := LockPolicy{Now: r.now(), Since: r.tenure().Since(), Timeout: r.timeout()}
-	if r.Actions != nil {
-		p.RunningHere = r.Actions.Running(r.Namespace, r.Name)
-		p.EndedHere = r.Actions.EndedAt(r.Namespace, r.Name)
-	}
-	st.Lock = JudgeLock(st.Latest, p)
-	return st, nil
-}
-
 // unlock marks the stale pending latest revision failed in Helm's storage,
 // with a description saying who unlocked it and why; the revision stays in
 // the history for inspection. It returns the lock it removed.

@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 
@@ -23,43 +22,34 @@ func (r *Runner) upgrade(ctx context.Context, before State, vals map[string]any)
 	if before.Latest != nil {
 		next = before.Latest.Version + 1
 	}
-	summary := fmt.Sprintf("Upgrade of release %s to revision %d failed", r.Name, next)
-	if err := ValidateValues(r.Chart, vals, summary); err != nil {
-		return withAction(err, status.ReasonUpgradeError, status.ActionUpgrade)
-	}
-	if err := r.preflight(ctx, status.ActionUpgrade, before, vals, r.Options.UpgradeDisableHooks); err != nil {
-		return err
-	}
-	if _, err := r.applyCRDs(ctx, r.CRDs.forUpgrade(), status.ActionUpgrade); err != nil {
-		return err
-	}
-	err := r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
-		u.MaxHistory = r.maxHistory()
-		u.Labels = r.labels()
-		r.Options.upgrade(u)
+	return r.deploy(ctx, before, vals, deployment{
+		act: status.ActionUpgrade, reason: status.ReasonUpgradeError,
+		summary:      fmt.Sprintf("Upgrade of release %s to revision %d failed", r.Name, next),
+		disableHooks: r.Options.UpgradeDisableHooks,
+		crds:         r.CRDs.forUpgrade(),
+		run: func() error {
+			return r.runUpgrade(ctx, vals, func(u *action.Upgrade) {
+				u.MaxHistory = r.maxHistory()
+				u.Labels = r.labels()
+				r.Options.upgrade(u)
+			})
+		},
 	})
-	if err != nil {
-		return r.permissionDenied(helmError(err, status.ReasonUpgradeError, status.ActionUpgrade, summary))
-	}
-	return nil
 }
 
-// runUpgrade is runInstall's counterpart for Helm's upgrade.
+// runUpgrade runs Helm's upgrade (see runOwn) with ctx and the runner's
+// Timeout.
 func (r *Runner) runUpgrade(ctx context.Context, vals map[string]any, configure func(*action.Upgrade)) error {
-	var runErr error
-	ran := false
-	_, err := r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
-		configure(u)
-		u.Timeout = r.timeout()
-		u.Namespace = r.Namespace
-		start := time.Now()
-		_, runErr = u.RunWithContext(ctx, r.Name, r.Chart, vals)
-		r.Actions.observed(r.Owner.Kind, status.ActionUpgrade, start, runErr)
-		ran = true
-		return errRan
-	})
-	if !ran {
+	return r.runOwn(status.ActionUpgrade, func(last func(func() error) error) error {
+		_, err := r.Client.Upgrade(r.Name, r.Namespace, r.Chart, vals, func(u *action.Upgrade) error {
+			configure(u)
+			u.Timeout = r.timeout()
+			u.Namespace = r.Namespace
+			return last(func() error {
+				_, err := u.RunWithContext(ctx, r.Name, r.Chart, vals)
+				return err
+			})
+		})
 		return err
-	}
-	return runErr
+	})
 }

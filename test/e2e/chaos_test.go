@@ -156,7 +156,7 @@ func TestChaosLeaderKilledMidBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 		live = append(live, op)
-		t.Logf("%s: pid %d, log %s", role, op.cmd.Process.Pid, log)
+		t.Logf("%s: pid %d, log %s", role, op.Pid(), log)
 		return op
 	}
 	t.Cleanup(func() {

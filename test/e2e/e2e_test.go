@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
 // Condition types and reasons of the status contract (docs/status.md), as a

@@ -5,10 +5,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
 const (
@@ -160,7 +160,7 @@ func (e *env) restart() {
 		e.t.Fatal(err)
 	}
 	e.op = op
-	e.t.Logf("namespace %s; operator pid %d, log %s", e.ns, op.cmd.Process.Pid, e.logPath)
+	e.t.Logf("namespace %s; operator pid %d, log %s", e.ns, op.Pid(), e.logPath)
 }
 
 // kill kills the operator process with SIGKILL, as the kernel's OOM killer
@@ -168,12 +168,10 @@ func (e *env) restart() {
 // restart before the test ends.
 func (e *env) kill() {
 	e.t.Helper()
-	if err := e.op.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		e.fatalf("killing the operator: %v", err)
+	if err := e.op.Kill(syscall.SIGKILL); err != nil {
+		e.fatalf("%v", err)
 	}
-	<-e.op.done
-	_ = e.op.logFile.Close()
-	e.t.Logf("operator pid %d killed (%v)", e.op.cmd.Process.Pid, e.op.waitErr)
+	e.t.Logf("operator pid %d killed (%v)", e.op.Pid(), e.op.Err())
 }
 
 // writeWatches writes the repository's watches.yaml with absolute chart
@@ -239,11 +237,8 @@ func writeWatches(path string, w watchOptions) error {
 
 // operator is the operator binary running as a child process.
 type operator struct {
-	cmd     *exec.Cmd
+	*controlplane.Process
 	logPath string
-	logFile *os.File
-	done    chan struct{}
-	waitErr error
 }
 
 func startOperator(dir, watchesPath, logPath, namespace string) (*operator, error) {
@@ -253,66 +248,37 @@ func startOperator(dir, watchesPath, logPath, namespace string) (*operator, erro
 // startOperatorAs starts the operator with the credentials of kubeconfig and
 // the extra flags.
 func startOperatorAs(dir, watchesPath, logPath, namespace, kubeconfig string, extra ...string) (*operator, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"--watches-file=" + watchesPath, "--metrics-bind-address=0", "--health-probe-bind-address=0"}
 	// E2E_OPERATOR_FLAGS adds flags, e.g. --zap-log-level=debug when chasing a failure.
 	args = append(args, extra...)
 	args = append(args, strings.Fields(os.Getenv("E2E_OPERATOR_FLAGS"))...)
-	cmd := exec.Command(suite.manager, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "WATCH_NAMESPACE="+namespace)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group (a terminal's Ctrl-C reaches the test binary,
 	// which stops it in order); killed by the kernel if the test binary dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting the operator %s: %w", suite.manager, err)
+	p, err := controlplane.StartProcess(controlplane.Command{Name: "the operator", Binary: suite.manager, Args: args, Dir: dir,
+		Env: []string{"KUBECONFIG=" + kubeconfig, "WATCH_NAMESPACE=" + namespace}, LogPath: logPath, KillWithParent: true})
+	if err != nil {
+		return nil, err
 	}
-	op := &operator{cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
-	go func() {
-		op.waitErr = cmd.Wait()
-		close(op.done)
-	}()
-	return op, nil
+	return &operator{Process: p, logPath: logPath}, nil
 }
 
 // exited returns an error when the operator is no longer running.
-func (op *operator) exited() error {
-	select {
-	case <-op.done:
-		return fmt.Errorf("the operator exited early (%v); see %s", op.waitErr, op.logPath)
-	default:
-		return nil
-	}
-}
+func (op *operator) exited() error { return op.Exited() }
 
 // stop sends SIGTERM and waits; after operatorStopGrace it kills. It returns
 // once the process is reaped.
 func (op *operator) stop() error {
-	defer op.logFile.Close()
-	select {
-	case <-op.done:
-		return fmt.Errorf("the operator had exited before the end of the test: %v", op.waitErr)
-	default:
+	if op.Exited() != nil {
+		_ = op.Stop(0) // closes the log
+		return fmt.Errorf("the operator had exited before the end of the test: %v", op.Err())
 	}
-	if err := op.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stopping the operator: %w", err)
+	if err := op.Stop(operatorStopGrace); err != nil {
+		return err
 	}
-	select {
-	case <-op.done:
-		if op.waitErr != nil {
-			return fmt.Errorf("the operator exited with %v after SIGTERM", op.waitErr)
-		}
-		return nil
-	case <-time.After(operatorStopGrace):
+	if op.Err() != nil {
+		return fmt.Errorf("the operator exited with %v after SIGTERM", op.Err())
 	}
-	_ = op.cmd.Process.Kill()
-	<-op.done
-	return fmt.Errorf("the operator did not exit within %s of SIGTERM and was killed", operatorStopGrace)
+	return nil
 }
 
 // kubectl runs kubectl in the test's namespace, failing the test on error.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/helmapp/helm-app-operator/internal/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
 // suite is what TestMain sets up once for every test.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -107,7 +108,7 @@ func TestShards(t *testing.T) {
 			t.Fatal(err)
 		}
 		ops[shard] = op
-		t.Logf("shard %s: pid %d, log %s", shard, op.cmd.Process.Pid, log)
+		t.Logf("shard %s: pid %d, log %s", shard, op.Pid(), log)
 	}
 	start("a")
 	start("rest")
@@ -146,11 +147,9 @@ func TestShards(t *testing.T) {
 	}
 
 	// Shard a is killed: the rest goes on, and upgrades one of its own.
-	if err := ops["a"].cmd.Process.Kill(); err != nil {
+	if err := ops["a"].Kill(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-ops["a"].done
-	_ = ops["a"].logFile.Close()
 	e.kubectl("patch", "nginx", "sr-0", "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
 	e.kubectl("wait", "--for=jsonpath={.status.deployedRelease.revision}=2", "--timeout="+deadline.String(), "nginx/sr-0")
 	for _, n := range names["a"] {
