@@ -30,24 +30,19 @@ type RolloutReporter interface {
 }
 
 // admitChartUpgrade is the kind's rollout's answer to the pass's question
-// (release.PassHooks.Admit) on plan, an upgrade of obj's deployed release
-// caused only by a new chart: the plan to run — a re-apply of the deployed
-// revision while the resource waits, Wait saying why — and the slot to give
-// back once the plan ran.
-func (r *Reconciler) admitChartUpgrade(obj *unstructured.Unstructured) func(release.State, release.Desired, release.Plan) (release.Admission, error) {
-	return func(before release.State, _ release.Desired, plan release.Plan) (release.Admission, error) {
-		from := ""
-		if d := before.Deployed; d.Chart != nil && d.Chart.Metadata != nil {
-			from = d.Chart.Metadata.Version
-		}
+// (release.PassHooks.Admit) on an upgrade of obj's deployed release from
+// chart version from caused only by a new chart: why it waits (the deployed
+// revision is re-applied meanwhile), or the slot to give back once it ran.
+func (r *Reconciler) admitChartUpgrade(obj *unstructured.Unstructured) func(string) (*status.RolloutWait, func(), error) {
+	return func(from string) (*status.RolloutWait, func(), error) {
 		ticket, wait, err := r.rollout.Admit(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, from)
 		if err != nil {
-			return release.Admission{Plan: plan}, &release.Error{Reason: status.ReasonReconcileError, Summary: "Reading the rollout of the new chart from the cache failed", Err: err}
+			return nil, nil, &release.Error{Reason: status.ReasonReconcileError, Summary: "Reading the rollout of the new chart from the cache failed", Err: err}
 		}
 		if wait != nil {
-			return release.Admission{Plan: release.PlanReapply, Wait: wait}, nil
+			return wait, nil, nil
 		}
-		return release.Admission{Plan: plan, Done: func() { ticket.Done(true) }}, nil
+		return nil, func() { ticket.Done(true) }, nil
 	}
 }
 

@@ -45,9 +45,12 @@ type PassRequest struct {
 // PassHooks are what a pass asks of its caller while it runs. Every hook
 // may be nil.
 type PassHooks struct {
-	// Admit is the rollout's question: may plan, an upgrade of a deployed
-	// release caused only by a new chart (ChartChangeOnly), run now?
-	Admit func(before State, want Desired, plan Plan) (Admission, error)
+	// Admit is the rollout's question: may the upgrade of a deployed
+	// release from chart version from, caused only by a new chart
+	// (ChartChangeOnly), run now? Wait, when not nil, says why not: the
+	// deployed revision is re-applied meanwhile. Done, when not nil, is
+	// called once the upgrade ran.
+	Admit func(from string) (wait *status.RolloutWait, done func(), err error)
 	// Announce says, before the action runs, what it does (msg, never
 	// empty), deployed being the revision Helm has deployed meanwhile and
 	// foreign the revision someone else wrote that it undoes (nil for
@@ -60,15 +63,6 @@ type PassHooks struct {
 	// Fresh returns the context in which what the action wrote is read
 	// from the API server, not a cache (the test run's reads).
 	Fresh func(context.Context) context.Context
-}
-
-// Admission is the rollout's answer to Admit: the plan to run (a re-apply
-// of the deployed revision while the resource waits, Wait saying why) and
-// Done, called once the plan ran (nil for nothing to give back).
-type Admission struct {
-	Plan Plan
-	Wait *status.RolloutWait
-	Done func()
 }
 
 // Pass is everything one pass observed and did, up to the failure that
@@ -154,14 +148,23 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	if f := r.Foreign(&before, want); f != nil && !f.Same {
 		p.Foreign = f
 	}
-	adm := Admission{Plan: Decide(before, want)}
-	if req.Hooks.Admit != nil && adm.Plan == PlanUpgrade && ChartChangeOnly(before, want) {
-		if adm, err = req.Hooks.Admit(before, want, adm.Plan); err != nil {
-			return err
+	plan, done := Decide(before, want), func() {}
+	if req.Hooks.Admit != nil && plan == PlanUpgrade && ChartChangeOnly(before, want) {
+		from := ""
+		if d := before.Deployed; d.Chart != nil && d.Chart.Metadata != nil {
+			from = d.Chart.Metadata.Version
 		}
-		p.Rollout = adm.Wait
+		wait, admitted, err := req.Hooks.Admit(from)
+		switch {
+		case err != nil:
+			return err
+		case wait != nil:
+			plan, p.Rollout = PlanReapply, wait
+		case admitted != nil:
+			done = admitted
+		}
 	}
-	p.runPlan(ctx, r, req, adm, before, vals)
+	p.runPlan(ctx, r, req, plan, done, before, vals)
 	if p.RunErr != nil {
 		return p.RunErr
 	}
@@ -169,21 +172,20 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	return nil
 }
 
-// runPlan runs the admitted plan, announced while it runs.
-func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, adm Admission, before State, vals map[string]any) {
+// runPlan runs the admitted plan, announced while it runs, and then gives
+// the rollout's slot back (done).
+func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, plan Plan, done func(), before State, vals map[string]any) {
 	end := func() {}
-	if msg := r.ProgressMessage(adm.Plan, before); msg != "" && req.Hooks.Announce != nil {
+	if msg := r.ProgressMessage(plan, before); msg != "" && req.Hooks.Announce != nil {
 		var undone *Foreign
-		if adm.Plan == PlanUpgrade {
+		if plan == PlanUpgrade {
 			undone = p.Foreign
 		}
 		end = req.Hooks.Announce(msg, p.Deployed, undone)
 	}
 	p.Ran = true
-	p.Result, p.RunErr = r.Run(ctx, adm.Plan, before, vals)
-	if adm.Done != nil {
-		adm.Done()
-	}
+	p.Result, p.RunErr = r.Run(ctx, plan, before, vals)
+	done()
 	end()
 	if p.Result.Observed {
 		p.Deployed = Describe(p.Result.State.Deployed)
