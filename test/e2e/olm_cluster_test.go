@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +29,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
-	img "github.com/helmapp/helm-app-operator/internal/image"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+	img "github.com/helmapp/helm-app-operator/internal/tooling/image"
 )
 
 // OLM v1 (operator-framework/operator-controller, pinned in tools/olm) runs
@@ -244,10 +244,6 @@ func (o *olmRun) run(bin, sa string, env []string, args ...string) {
 		o.t.Fatal(err)
 	}
 	logPath := filepath.Join(o.dir, bin+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		o.t.Fatal(err)
-	}
 	// A tmpfs over /run (/var/run), then the token directory bound where a
 	// pod has it; -n: nothing written to the host's /run/mount.
 	script := `set -e; d="$1"; shift
@@ -256,22 +252,14 @@ mkdir -p /run/secrets/kubernetes.io/serviceaccount
 mount -n --bind "$d" /run/secrets/kubernetes.io/serviceaccount
 exec "$@"`
 	cmdArgs := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", saDir, filepath.Join(o.bins, bin)}, args...)
-	cmd := exec.Command("unshare", cmdArgs...)
-	cmd.Dir = o.dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		o.t.Fatalf("starting %s: %v", bin, err)
+	proc, err := controlplane.StartProcess(controlplane.Command{Name: bin, Binary: "unshare", Args: cmdArgs, Dir: o.dir,
+		Env: env, LogPath: logPath, KillWithParent: true})
+	if err != nil {
+		o.t.Fatal(err)
 	}
-	p := &operator{cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
+	p := &operator{Process: proc, logPath: logPath, args: cmdArgs}
+	o.t.Logf("%s pid %d, log %s", bin, proc.Pid(), logPath)
 	o.procs = append(o.procs, p)
-	o.t.Logf("%s pid %d, log %s", bin, cmd.Process.Pid, logPath)
 }
 
 // exited returns an error when an OLM process is no longer running.
@@ -290,15 +278,10 @@ func (o *olmRun) exited() error {
 // (they fail to remove an auth file they never wrote).
 func (o *olmRun) stop() {
 	for _, p := range o.procs {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
+		if err := p.Stop(30 * time.Second); err != nil {
+			o.t.Log(err)
 		}
-		_ = p.logFile.Close()
-		o.t.Logf("%s stopped (%v)", filepath.Base(p.logPath), p.waitErr)
+		o.t.Logf("%s stopped (%v)", filepath.Base(p.logPath), p.Err())
 	}
 	o.procs = nil
 }

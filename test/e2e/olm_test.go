@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -29,8 +28,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/helmapp/helm-app-operator/internal/bundle"
-	img "github.com/helmapp/helm-app-operator/internal/image"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+	"github.com/helmapp/helm-app-operator/internal/tooling/bundle"
+	img "github.com/helmapp/helm-app-operator/internal/tooling/image"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -400,31 +400,18 @@ func (o *olmRun) startManager(apps *env, dep *appsv1.Deployment, sa, logName str
 		}
 	}
 	logPath := filepath.Join(apps.dir, logName)
-	logFile, err := os.Create(logPath)
+	// Not the test's environment: only what the pod would have, plus PATH
+	// and HOME.
+	proc, err := controlplane.StartProcess(controlplane.Command{Name: "the manager", Binary: suite.manager, Args: args, Dir: suite.root,
+		Env: append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + apps.dir}, env...), OnlyEnv: true, LogPath: logPath, KillWithParent: true})
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	cmd := exec.Command(suite.manager, args...)
-	cmd.Dir = suite.root
-	// Not the test's environment: only what the pod would have, plus PATH
-	// and HOME.
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + apps.dir}, env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		o.t.Fatal(err)
-	}
-	m := &operator{cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
-	go func() {
-		m.waitErr = cmd.Wait()
-		close(m.done)
-	}()
+	m := &operator{Process: proc, logPath: logPath, args: args}
 	apps.op, apps.logPath = m, logPath
-	o.t.Logf("manager as %s/%s: %s (env %s), pid %d, log %s", olmInstallNamespace, sa, strings.Join(args, " "), strings.Join(env[1:], " "), cmd.Process.Pid, logPath)
+	o.t.Logf("manager as %s/%s: %s (env %s), pid %d, log %s", olmInstallNamespace, sa, strings.Join(args, " "), strings.Join(env[1:], " "), proc.Pid(), logPath)
 	o.t.Cleanup(func() {
-		select {
-		case <-m.done:
-		default:
+		if m.Exited() == nil {
 			_ = m.stop()
 		}
 	})
@@ -464,7 +451,7 @@ func (o *olmRun) checkOperandImage(apps *env, name, want string) {
 func (o *olmRun) waitReconciled(m *operator, n int) {
 	o.t.Helper()
 	addr := ""
-	for _, a := range m.cmd.Args {
+	for _, a := range m.args {
 		if v, ok := strings.CutPrefix(a, "--metrics-bind-address="); ok {
 			addr = v
 		}
