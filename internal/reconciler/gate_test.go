@@ -98,8 +98,18 @@ func TestRetryGateRefusals(t *testing.T) {
 	if held, _ := g.wait("other", trigger{generation: 1, rbac: g.rbacSeen("other")}, now); !held {
 		t.Error("a resource that was not refused was let through by an RBAC change")
 	}
-	if n, woken := g.refusedAgain("u", web, 2); n != 1 || !woken {
-		t.Errorf("the refusal after an RBAC change: counted %d, woken %v; want 1, true", n, woken)
+	for i := int64(1); i <= 2; i++ {
+		if n, woken := g.refusedAgain("u", web, 2); n != i || !woken {
+			t.Errorf("refusal %d after an RBAC change: counted %d, woken %v", i, n, woken)
+		}
+	}
+	for n, want := range map[int64]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second, 11: time.Hour} {
+		if got := settled(time.Hour, n); got != want {
+			t.Errorf("refusal %d after an RBAC change, backoff 1h: retried after %s, want %s", n, got, want)
+		}
+	}
+	if got := settled(time.Second, 1); got != time.Second {
+		t.Errorf("a backoff shorter than the settling delay became %s", got)
 	}
 	g.notRefused("u")
 	if keys := g.rbacChanged("a"); len(keys) != 0 {

@@ -11,11 +11,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// rbacSettle bounds the delay of the retry that follows a refusal met
-// right after a change to the namespace's RBAC: the API server's
-// authorizer and the operator's answers of access reviews (cached for a few
-// seconds) may not hold the grant yet when the change wakes the resource.
+// rbacSettle is where the backoff of the refusals met after a change to
+// the namespace's RBAC starts, if the retry backoff starts later: the API
+// server's authorizer and the operator's answers of access reviews (cached
+// for a few seconds) may not hold a grant yet when the change wakes the
+// resource, and the retries that follow must not wait the whole backoff.
 const rbacSettle = 5 * time.Second
+
+// settled bounds d, the backoff of the n-th refusal since the namespace's
+// RBAC changed: at most rbacSettle doubling with each refusal.
+func settled(d time.Duration, n int64) time.Duration {
+	s := rbacSettle
+	for i := int64(1); i < n && s < d; i++ {
+		s *= 2
+	}
+	return min(d, s)
+}
 
 // refusal is what the gate keeps of a resource whose action was refused
 // before it ran (status.Failure.Refused): refusals are not counted in the
@@ -26,13 +37,14 @@ type refusal struct {
 	// n counts the consecutive refusals of the generation since the last
 	// change to the namespace's RBAC.
 	n int64
-	// woken: such a change woke the resource since its last refusal.
+	// woken: such a change woke the resource since its first refusal.
 	woken bool
 }
 
 // refusedAgain records a refusal of generation of the resource key, and
 // returns the count that sets its backoff and whether a change to the
-// namespace's RBAC woke it since the last one.
+// namespace's RBAC came since its first refusal (the count then starts at
+// that change).
 func (g *retryGate) refusedAgain(uid types.UID, key types.NamespacedName, generation int64) (n int64, woken bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -44,9 +56,8 @@ func (g *retryGate) refusedAgain(uid types.UID, key types.NamespacedName, genera
 		r = refusal{key: key, generation: generation}
 	}
 	r.n++
-	woken, r.woken = r.woken, false
 	g.refused[uid] = r
-	return r.n, woken
+	return r.n, r.woken
 }
 
 // notRefused forgets a refusal once a failure of another kind follows it.

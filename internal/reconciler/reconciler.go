@@ -290,18 +290,18 @@ func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, an
 
 // retryAfter is the backoff of the failure of out: of the consecutive
 // failures, or, for an action refused before it ran (not counted in the
-// status), of the consecutive refusals since the namespace's RBAC last
-// changed, and at most rbacSettle right after such a change.
+// status), of the consecutive refusals, counted afresh from each change to
+// the namespace's RBAC and then starting at most at rbacSettle (rbac.go).
 func (r *Reconciler) retryAfter(obj *unstructured.Unstructured, prev status.Status, out status.Outcome) time.Duration {
 	if !out.Err.Refused {
 		r.gate.notRefused(obj.GetUID())
 		return r.backoff(status.Failures(prev, out))
 	}
 	n, woken := r.gate.refusedAgain(obj.GetUID(), client.ObjectKeyFromObject(obj), obj.GetGeneration())
-	if d := r.backoff(n); !woken || d < rbacSettle {
-		return d
+	if woken {
+		return settled(r.backoff(n), n)
 	}
-	return rbacSettle
+	return r.backoff(n)
 }
 
 // backoff is the delay before retrying the n-th consecutive failure.
