@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -250,6 +251,11 @@ func newManager(restConfig *rest.Config, c Config, sh shard) (ctrl.Manager, map[
 	// No cached object keeps its managedFields (cachetransform.go).
 	opts.Cache.DefaultTransform = cacheTransform
 	sh.scope(&opts.Cache)
+	// The Roles and RoleBindings that wake refused resources are watched by
+	// their metadata, whatever the shard: they carry no shard labels.
+	for _, o := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		opts.Cache.ByObject[o] = cache.ByObject{Label: labels.Everything()}
+	}
 	if len(c.WatchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range c.WatchNamespaces {

@@ -271,7 +271,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 			"failures", status.Failures(prev, *out), "error", out.Err.Message)
 		return ctrl.Result{}
 	}
-	out.RetryAfter = r.backoff(status.Failures(prev, *out))
+	out.RetryAfter = r.retryAfter(obj, prev, *out)
 	if d := release.RetryAfter(err); d > 0 {
 		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
 	}
@@ -297,6 +297,22 @@ func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, an
 		after = 0 // removing the annotation wakes it up
 	}
 	return out.Held, after
+}
+
+// retryAfter is the backoff of the failure of out: of the consecutive
+// failures, or, for an action refused before it ran (not counted in the
+// status), of the consecutive refusals, counted afresh from each change to
+// the namespace's RBAC and then starting at most at rbacSettle (rbac.go).
+func (r *Reconciler) retryAfter(obj *unstructured.Unstructured, prev status.Status, out status.Outcome) time.Duration {
+	if !out.Err.Refused {
+		r.gate.notRefused(obj.GetUID())
+		return r.backoff(status.Failures(prev, out))
+	}
+	n, woken := r.gate.refusedAgain(obj.GetUID(), client.ObjectKeyFromObject(obj), obj.GetGeneration())
+	if woken {
+		return settled(r.backoff(n), n)
+	}
+	return r.backoff(n)
 }
 
 // backoff is the delay before retrying the n-th consecutive failure.
