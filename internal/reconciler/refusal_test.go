@@ -14,7 +14,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
-	tu "github.com/helmapp/helm-app-operator/internal/testutil"
+	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
 // A refusal — an install the preflight found the identity may not do — is
