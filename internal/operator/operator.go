@@ -33,6 +33,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/metrics"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/watches"
@@ -247,8 +248,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	for _, w := range ws {
 		chunked[w.GroupVersionKind] = w.Storage == watches.StorageChunked
 	}
+	// The API server's warnings on the writes of each resource's Helm
+	// actions, kept for its status and events (apiwarnings.go).
+	warned := readiness.NewWarnings()
 	acgOpts := []helmclient.ActionConfigGetterOption{
-		helmclient.ClientRestConfigMapper(ids.restConfig),
+		helmclient.ClientRestConfigMapper(recordWarnings(ids.restConfig, warned, mgr.GetRESTMapper())),
 		helmclient.StorageDriverMapper(storageDriver(chunked, c.WrapStorage)),
 	}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
@@ -341,6 +345,7 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 			Chart:              w.Chart,
 			OverrideValues:     w.OverrideValues,
 			ActionClientGetter: getter,
+			Warnings:           warned,
 			Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 			ReconcilePeriod:    w.Period(c.ReconcilePeriod),
 			Reader:             reader,
