@@ -34,6 +34,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/metrics"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/watches"
@@ -294,6 +295,7 @@ type services struct {
 	depCache  cache.Cache
 	access    *accessReviewer
 	ids       *identities
+	warned    *readiness.Warnings
 }
 
 // newServices builds the services of mgr for the watches ws.
@@ -307,8 +309,11 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	for _, w := range ws {
 		chunked[w.GroupVersionKind] = w.Storage == watches.StorageChunked
 	}
+	// The API server's warnings on the writes of each resource's Helm
+	// actions, kept for its status and events (apiwarnings.go).
+	warned := readiness.NewWarnings()
 	acgOpts := []helmclient.ActionConfigGetterOption{
-		helmclient.ClientRestConfigMapper(ids.restConfig),
+		helmclient.ClientRestConfigMapper(recordWarnings(ids.restConfig, warned, mgr.GetRESTMapper())),
 		helmclient.StorageDriverMapper(storageDriver(chunked, c.WrapStorage)),
 	}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
@@ -373,7 +378,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	}
 	return &services{shard: sh, getter: getter, actions: actions, tenure: tenure, writes: writes, memo: memo,
 		reporter: rec, client: cl, resources: resources, reader: reader, tracker: tracker, depCache: depCache,
-		access: access, ids: ids}, nil
+		access: access, ids: ids, warned: warned}, nil
 }
 
 // newClients returns the clients every reconciler shares: cl writes (and
@@ -418,6 +423,7 @@ func addReconciler(mgr ctrl.Manager, c Config, w watches.Watch, svc *services) e
 		Chart:              w.Chart,
 		OverrideValues:     w.OverrideValues,
 		ActionClientGetter: svc.getter,
+		Warnings:           svc.warned,
 		Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 		ReconcilePeriod:    w.Period(c.ReconcilePeriod),
 		Reader:             svc.reader,

@@ -147,6 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.opts.Memo.Forget(req.Namespace, req.Name)
 			r.gate.forget(obj.GetUID())
 			r.foreign.forget(obj.GetUID())
+			r.opts.Warnings.Forget(obj.GetUID())
 			r.report(obj, status.Status{}, out, true)
 			return
 		}
@@ -386,9 +387,14 @@ func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Uns
 		undone = foreign
 	}
 	announced := r.announcePlan(ctx, obj, prev, out, runner.ProgressMessage(plan, before), undone)
+	// Warnings left by an earlier action were reported by it.
+	r.opts.Warnings.Take(obj.GetUID())
 	result, err := runner.Run(ctx, plan, before, vals)
 	slot.Done(true)
 	announced()
+	if warned := r.opts.Warnings.Take(obj.GetUID()); len(warned) > 0 {
+		r.warningEvents(obj, result.Action, warned, redactor)
+	}
 	r.supersededEvent(obj, err)
 	r.driftEvent(obj, runner.Name, result.Drifted)
 	r.crdsEvent(obj, result.Action, result.CRDsApplied)
@@ -441,8 +447,12 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 		}
 	}
 	// The cluster's words in the causes are redacted of the resource's values.
-	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage}
+	// The API server's warnings on the action's writes are the cause of
+	// the objects they were about while those are not Current.
+	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage,
+		Warnings: r.opts.Warnings, Owner: obj.GetUID()}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
+	r.opts.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{
 		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
 		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,
