@@ -49,8 +49,9 @@ test: ## Run go vet, check generated files and tracked files, and run every test
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test ./... -count=1 -timeout 30m
 
 .PHONY: test-e2e
-test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok).
+test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok), with OLM v1 for the install through OLM.
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
+	hack/olm-bins.sh >/dev/null; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -timeout 30m
 
 # `make bench`: our operator and the baseline (helm-operator-plugins v0.9.1's
@@ -77,6 +78,12 @@ demo: ## Start a local control plane, run the operator on the sample CRs, show t
 	$(GO) build -o bin/manager .
 	$(GO) build -o bin/demo ./hack/demo
 	bin/demo $(if $(KEEP),--keep)
+
+.PHONY: olm-demo
+olm-demo: ## Install the operator through a real OLM v1 (catalogd, operator-controller) on the local cluster from our catalog image, upgrade it, leave it all running until Ctrl-C.
+	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
+	hack/olm-bins.sh >/dev/null; \
+	OLM_DEMO=1 KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags e2e ./test/e2e/ -run '^TestInstalledByOLM$$' -count=1 -v -timeout 0
 
 ##@ Build
 

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/metrics"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/watches"
@@ -250,6 +252,11 @@ func newManager(restConfig *rest.Config, c Config, sh shard) (ctrl.Manager, map[
 	// No cached object keeps its managedFields (cachetransform.go).
 	opts.Cache.DefaultTransform = cacheTransform
 	sh.scope(&opts.Cache)
+	// The Roles and RoleBindings that wake refused resources are watched by
+	// their metadata, whatever the shard: they carry no shard labels.
+	for _, o := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		opts.Cache.ByObject[o] = cache.ByObject{Label: labels.Everything()}
+	}
 	if len(c.WatchNamespaces) > 0 {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range c.WatchNamespaces {
@@ -288,6 +295,7 @@ type services struct {
 	depCache  cache.Cache
 	access    *accessReviewer
 	ids       *identities
+	warned    *readiness.Warnings
 }
 
 // newServices builds the services of mgr for the watches ws.
@@ -301,8 +309,11 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	for _, w := range ws {
 		chunked[w.GroupVersionKind] = w.Storage == watches.StorageChunked
 	}
+	// The API server's warnings on the writes of each resource's Helm
+	// actions, kept for its status and events (apiwarnings.go).
+	warned := readiness.NewWarnings()
 	acgOpts := []helmclient.ActionConfigGetterOption{
-		helmclient.ClientRestConfigMapper(ids.restConfig),
+		helmclient.ClientRestConfigMapper(recordWarnings(ids.restConfig, warned, mgr.GetRESTMapper())),
 		helmclient.StorageDriverMapper(storageDriver(chunked, c.WrapStorage)),
 	}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
@@ -367,7 +378,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	}
 	return &services{shard: sh, getter: getter, actions: actions, tenure: tenure, writes: writes, memo: memo,
 		reporter: rec, client: cl, resources: resources, reader: reader, tracker: tracker, depCache: depCache,
-		access: access, ids: ids}, nil
+		access: access, ids: ids, warned: warned}, nil
 }
 
 // newClients returns the clients every reconciler shares: cl writes (and
@@ -412,6 +423,7 @@ func addReconciler(mgr ctrl.Manager, c Config, w watches.Watch, svc *services) e
 		Chart:              w.Chart,
 		OverrideValues:     w.OverrideValues,
 		ActionClientGetter: svc.getter,
+		Warnings:           svc.warned,
 		Recorder:           mgr.GetEventRecorder("helm-app-operator"),
 		ReconcilePeriod:    w.Period(c.ReconcilePeriod),
 		Reader:             svc.reader,

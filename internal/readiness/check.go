@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -62,6 +63,11 @@ type Checker struct {
 	// cluster wrote (marked status.Foreign in a Cause); the marks are
 	// removed either way.
 	Redact func(string) string
+	// Warnings, when set, holds the API server's warnings on the writes
+	// of Owner's release: an object that is not Current gets its own as
+	// its cause (causeOf); one that is Current has them forgotten.
+	Warnings *Warnings
+	Owner    types.UID
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -90,12 +96,13 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 		case err != nil:
 		case res.Status == kstatus.CurrentStatus:
 			c.Causes.forget(u.GetUID())
+			c.Warnings.forget(c.Owner, ref)
 		case res.Status == kstatus.InProgressStatus || res.Status == kstatus.FailedStatus:
 			t := now()
 			cause, due, ok := c.Causes.lookup(u, t)
 			if !ok {
 				var cerr error
-				cause, cerr = causeOf(ctx, c.Reader, u, res.Status, t)
+				cause, cerr = causeOf(ctx, c.Reader, u, res.Status, t, c.Warnings.Of(c.Owner, ref))
 				if cerr != nil {
 					// The cause is a nicety; the object's verdict stands without it.
 					log.V(1).Info("looking up why an object is not ready failed", "object", ref.String(), "error", cerr.Error())

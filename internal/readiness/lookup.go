@@ -108,16 +108,25 @@ func (c *Causes) Len() int {
 // preference of docs/status.md: a workload's own conditions, its pods
 // (or, for a StatefulSet or DaemonSet short of pods, its FailedCreate
 // events), a Job's failure and its failed pod, a claim's events, and for
-// any other object its latest Warning event. r reads pods and events; it
+// any other object its latest Warning event. The API server's warnings on
+// the object's latest write (warned, see Warnings) come right after a
+// workload's own conditions. r reads pods and events; it
 // must be uncached (no informer on pods or events), and events are read
 // with a field selector on the object's UID.
-func causeOf(ctx context.Context, r client.Reader, u *unstructured.Unstructured, st kstatus.Status, now time.Time) (Cause, error) {
+func causeOf(ctx context.Context, r client.Reader, u *unstructured.Unstructured, st kstatus.Status, now time.Time, warned []string) (Cause, error) {
 	gk := u.GroupVersionKind().GroupKind()
+	workload := gk.Group == "apps" && (gk.Kind == "Deployment" || gk.Kind == "ReplicaSet" || gk.Kind == "StatefulSet" || gk.Kind == "DaemonSet")
+	if w := warningCause(warned); w.known() && !workload {
+		return w, nil
+	}
 	switch {
 	case gk.Group == "apps" && (gk.Kind == "Deployment" || gk.Kind == "ReplicaSet"):
 		c := workloadCondition(u)
 		if c.Reason == status.ReasonFailedCreate {
 			return c, nil
+		}
+		if w := warningCause(warned); w.known() {
+			return w, nil
 		}
 		// A rollout past its deadline: its pods may say why.
 		pc, err := workloadPodsCause(ctx, r, u, now)
@@ -134,6 +143,9 @@ func causeOf(ctx context.Context, r client.Reader, u *unstructured.Unstructured,
 			if c := eventCause(events); c.known() {
 				return c, nil
 			}
+		}
+		if w := warningCause(warned); w.known() {
+			return w, nil
 		}
 		return workloadPodsCause(ctx, r, u, now)
 	case gk.Group == "batch" && gk.Kind == "Job":

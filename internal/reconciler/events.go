@@ -2,11 +2,13 @@ package reconciler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -38,7 +40,14 @@ const (
 	// EventCRDsApplied: the chart's CRDs named were created or updated
 	// before the install or upgrade (watches.yaml crds).
 	EventCRDsApplied = "CRDsApplied"
+	// EventAPIWarning: the API server warned on a write of the action
+	// (`would violate PodSecurity ...`, a deprecated API); one event per
+	// distinct warning, naming the objects it was about.
+	EventAPIWarning = "APIWarning"
 )
+
+// maxWarningEvents bounds the APIWarning events of one action.
+const maxWarningEvents = 5
 
 // maxDriftNames bounds the objects a DriftCorrected event names.
 const maxDriftNames = 5
@@ -116,6 +125,32 @@ func (r *Reconciler) crdsEvent(obj *unstructured.Unstructured, action string, cr
 	}
 	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventCRDsApplied, action, "%s",
 		status.Bound(fmt.Sprintf("Applied %d CRDs of the chart: %s", len(crds), strings.Join(crds, ", ")), maxEventNote))
+}
+
+// warningEvents emits one APIWarning event per distinct warning the API
+// server returned on the writes of the action just run (at most
+// maxWarningEvents), naming the objects it was about; the warning is the
+// cluster's text, redacted of the resource's values.
+func (r *Reconciler) warningEvents(obj *unstructured.Unstructured, action string, warned []readiness.Warning, redactor status.Redactor) {
+	var texts []string
+	about := map[string][]string{}
+	for _, w := range warned {
+		if _, ok := about[w.Text]; !ok {
+			texts = append(texts, w.Text)
+		}
+		if name := w.Object.String(); !slices.Contains(about[w.Text], name) {
+			about[w.Text] = append(about[w.Text], name)
+		}
+	}
+	for _, text := range texts[:min(len(texts), maxWarningEvents)] {
+		objs := about[text]
+		names := strings.Join(objs[:min(len(objs), maxDriftNames)], ", ")
+		if more := len(objs) - maxDriftNames; more > 0 {
+			names += fmt.Sprintf(" and %d more", more)
+		}
+		note := redactor.RedactMessage(fmt.Sprintf("The API server warned on applying %s: %s", names, status.Foreign(text)))
+		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventAPIWarning, action, "%s", status.Bound(note, maxEventNote))
+	}
 }
 
 // unlockedEvent emits the Warning event of a stale lock marked failed.

@@ -20,16 +20,22 @@ import (
 // through at once: a new generation (a changed spec, a deletion), a new value
 // of the retry annotation, a change to the annotations the operator reads
 // (helm.sdk.operatorframework.io/*, helmapp.io/*), and a change to the
-// release's storage written by someone else (storageChanged). A resource out
-// of retries is held until one of the first two. It lives in memory; a
-// restarted operator retries once straight away, within the budget the
-// status persists.
+// release's storage written by someone else (storageChanged), and, for an
+// action refused for a missing permission, a change to a Role or RoleBinding
+// of the resource's namespace (rbacChanged). A resource out of retries is
+// held until one of the first two. It lives in memory; a restarted operator
+// retries once straight away, within the budget the status persists.
 type retryGate struct {
 	mu  sync.Mutex
 	due map[types.UID]retryAt
 	// storage counts, per resource, the changes to its release's storage
 	// written by someone else (see recordwatch.go).
 	storage map[types.UID]uint64
+	// refused holds the resources whose last failure was a refused action
+	// (status.Failure.Refused), and rbac counts, per such resource, the
+	// changes to its namespace's RBAC seen since (see rbac.go).
+	refused map[types.UID]refusal
+	rbac    map[types.UID]uint64
 	// pending holds the statuses that could not be written (keepUnwritten).
 	pending map[types.UID]unwrittenStatus
 }
@@ -43,6 +49,8 @@ type trigger struct {
 	annotations string
 	// storage is the count of foreign storage changes (retryGate.storage).
 	storage uint64
+	// rbac is the count of RBAC changes seen while refused (retryGate.rbac).
+	rbac uint64
 }
 
 type retryAt struct {
@@ -64,7 +72,7 @@ func (g *retryGate) wait(uid types.UID, now trigger, at time.Time) (bool, time.D
 	case r.at.IsZero():
 		// Out of retries: held until the spec or the retry annotation changes.
 		return true, 0
-	case r.seen.annotations != now.annotations || r.seen.storage != now.storage:
+	case r.seen.annotations != now.annotations || r.seen.storage != now.storage || r.seen.rbac != now.rbac:
 		return false, 0
 	case !at.Before(r.at):
 		return false, 0
@@ -118,6 +126,7 @@ func (g *retryGate) release(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.due, uid)
+	delete(g.refused, uid)
 }
 
 // forget forgets everything about a resource that is gone.
@@ -126,6 +135,8 @@ func (g *retryGate) forget(uid types.UID) {
 	defer g.mu.Unlock()
 	delete(g.due, uid)
 	delete(g.storage, uid)
+	delete(g.refused, uid)
+	delete(g.rbac, uid)
 }
 
 // unwrittenStatus is a status a reconcile computed but could not write.
@@ -169,5 +180,6 @@ func (g *retryGate) forgetUnwritten(uid types.UID) {
 func (r *Reconciler) seen(obj *unstructured.Unstructured) trigger {
 	ann := obj.GetAnnotations()
 	return trigger{generation: obj.GetGeneration(), retry: ann[release.AnnotationRetry],
-		annotations: release.SteeringAnnotations(ann), storage: r.gate.storageSeen(obj.GetUID())}
+		annotations: release.SteeringAnnotations(ann), storage: r.gate.storageSeen(obj.GetUID()),
+		rbac: r.gate.rbacSeen(obj.GetUID())}
 }

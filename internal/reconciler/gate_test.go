@@ -3,6 +3,8 @@ package reconciler
 import (
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The gate holds a failed resource back until its backoff has passed, unless
@@ -23,9 +25,11 @@ func TestRetryGate(t *testing.T) {
 		{"a new retry value", false, func(s *trigger) { s.retry = "b" }, false},
 		{"a steering annotation", false, func(s *trigger) { s.annotations = "" }, false},
 		{"storage written by someone else", false, func(s *trigger) { s.storage++ }, false},
+		{"RBAC of a refused resource's namespace", false, func(s *trigger) { s.rbac++ }, false},
 		{"out of retries, nothing changed", true, func(*trigger) {}, true},
 		{"out of retries, a steering annotation", true, func(s *trigger) { s.annotations = "" }, true},
 		{"out of retries, storage", true, func(s *trigger) { s.storage++ }, true},
+		{"out of retries, RBAC", true, func(s *trigger) { s.rbac++ }, true},
 		{"out of retries, a new retry value", true, func(s *trigger) { s.retry = "b" }, false},
 	}
 	for _, tt := range tests {
@@ -59,5 +63,56 @@ func TestRetryGate(t *testing.T) {
 	g.forget("u")
 	if held, _ := g.wait("u", seen, now); held || g.storageSeen("u") != 0 {
 		t.Error("a forgotten resource is still known")
+	}
+}
+
+// A refusal's backoff counts in the gate (the status does not count it); a
+// change to its namespace's RBAC ends the wait, restarts the count and
+// marks the next refusal as met right after it. Other namespaces' RBAC and
+// resources that were not refused are left alone.
+func TestRetryGateRefusals(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	web := types.NamespacedName{Namespace: "a", Name: "web"}
+	var g retryGate
+	for i := int64(1); i <= 12; i++ {
+		if n, woken := g.refusedAgain("u", web, 1); n != i || woken {
+			t.Fatalf("refusal %d counted %d, woken %v", i, n, woken)
+		}
+	}
+	if n, _ := g.refusedAgain("u", web, 2); n != 1 {
+		t.Errorf("the first refusal of a new generation counted %d", n)
+	}
+	seen := trigger{generation: 2, rbac: g.rbacSeen("u")}
+	g.hold("u", seen, now.Add(time.Hour))
+	g.hold("other", trigger{generation: 1}, now.Add(time.Hour))
+	if keys := g.rbacChanged("b"); len(keys) != 0 {
+		t.Errorf("RBAC of namespace b woke %v", keys)
+	}
+	keys := g.rbacChanged("a")
+	if len(keys) != 1 || keys[0] != web {
+		t.Fatalf("RBAC of namespace a woke %v, want %v", keys, web)
+	}
+	if held, _ := g.wait("u", trigger{generation: 2, rbac: g.rbacSeen("u")}, now); held {
+		t.Error("a refused resource is still held back after its namespace's RBAC changed")
+	}
+	if held, _ := g.wait("other", trigger{generation: 1, rbac: g.rbacSeen("other")}, now); !held {
+		t.Error("a resource that was not refused was let through by an RBAC change")
+	}
+	for i := int64(1); i <= 2; i++ {
+		if n, woken := g.refusedAgain("u", web, 2); n != i || !woken {
+			t.Errorf("refusal %d after an RBAC change: counted %d, woken %v", i, n, woken)
+		}
+	}
+	for n, want := range map[int64]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second, 11: time.Hour} {
+		if got := settled(time.Hour, n); got != want {
+			t.Errorf("refusal %d after an RBAC change, backoff 1h: retried after %s, want %s", n, got, want)
+		}
+	}
+	if got := settled(time.Second, 1); got != time.Second {
+		t.Errorf("a backoff shorter than the settling delay became %s", got)
+	}
+	g.notRefused("u")
+	if keys := g.rbacChanged("a"); len(keys) != 0 {
+		t.Errorf("a resource whose last failure was not a refusal was woken: %v", keys)
 	}
 }

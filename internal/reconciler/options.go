@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/rollout"
 )
@@ -26,6 +27,11 @@ type Options struct {
 	OverrideValues map[string]string
 	// ActionClientGetter gives the Helm action client of a resource.
 	ActionClientGetter release.ClientGetter
+	// Warnings holds the API server's warnings on the writes of each
+	// resource's Helm actions (filled by the transport of its action
+	// client): emitted as APIWarning events at the action, and the cause
+	// of an object that is not Current. Nil keeps none.
+	Warnings *readiness.Warnings
 	// Recorder emits the events of the status contract.
 	Recorder events.EventRecorder
 	// ReconcilePeriod re-runs a settled resource's reconcile to correct drift; 0 disables it.

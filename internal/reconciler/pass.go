@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -32,6 +33,11 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 				run.StartedAt = out.Now
 				running.Test = &run
 				return r.announce(ctx, obj, status.Compute(prev, running), progressDelay)
+			},
+			Warnings: func() func() []readiness.Warning {
+				// Warnings left by an earlier action were reported by it.
+				r.opts.Warnings.Take(obj.GetUID())
+				return func() []readiness.Warning { return r.opts.Warnings.Take(obj.GetUID()) }
 			},
 			Fresh: dependents.ReadFresh,
 		},
@@ -72,6 +78,9 @@ func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured
 	r.foreignEvent(obj, p.Foreign, redactor)
 	if p.Ran {
 		res := p.Result
+		if len(p.Warned) > 0 {
+			r.warningEvents(obj, res.Action, p.Warned, redactor)
+		}
 		r.supersededEvent(obj, p.RunErr)
 		r.driftEvent(obj, obj.GetName(), res.Drifted)
 		r.crdsEvent(obj, res.Action, res.CRDsApplied)

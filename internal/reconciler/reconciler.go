@@ -147,6 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.opts.Memo.Forget(req.Namespace, req.Name)
 			r.gate.forget(obj.GetUID())
 			r.foreign.forget(obj.GetUID())
+			r.opts.Warnings.Forget(obj.GetUID())
 			r.report(obj, status.Status{}, out, true)
 			return
 		}
@@ -268,7 +269,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 			"failures", status.Failures(prev, *out), "error", out.Err.Message)
 		return ctrl.Result{}
 	}
-	out.RetryAfter = r.backoff(status.Failures(prev, *out))
+	out.RetryAfter = r.retryAfter(obj, prev, *out)
 	if d := release.RetryAfter(err); d > 0 {
 		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
 	}
@@ -294,6 +295,22 @@ func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, an
 		after = 0 // removing the annotation wakes it up
 	}
 	return out.Held, after
+}
+
+// retryAfter is the backoff of the failure of out: of the consecutive
+// failures, or, for an action refused before it ran (not counted in the
+// status), of the consecutive refusals, counted afresh from each change to
+// the namespace's RBAC and then starting at most at rbacSettle (rbac.go).
+func (r *Reconciler) retryAfter(obj *unstructured.Unstructured, prev status.Status, out status.Outcome) time.Duration {
+	if !out.Err.Refused {
+		r.gate.notRefused(obj.GetUID())
+		return r.backoff(status.Failures(prev, out))
+	}
+	n, woken := r.gate.refusedAgain(obj.GetUID(), client.ObjectKeyFromObject(obj), obj.GetGeneration())
+	if woken {
+		return settled(r.backoff(n), n)
+	}
+	return r.backoff(n)
 }
 
 // backoff is the delay before retrying the n-th consecutive failure.
@@ -337,8 +354,12 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 		}
 	}
 	// The cluster's words in the causes are redacted of the resource's values.
-	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage}
+	// The API server's warnings on the action's writes are the cause of
+	// the objects they were about while those are not Current.
+	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage,
+		Warnings: r.opts.Warnings, Owner: obj.GetUID()}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
+	r.opts.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{
 		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
 		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,6 +51,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		// Helm's storage may change behind the operator's back (recordwatch.go).
 		WatchesMetadata(&corev1.Secret{}, r.storageEvents(mgr.GetCache())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.opts.Access != nil {
+		// A grant ends a refusal at once (rbac.go).
+		bld = bld.WatchesMetadata(&rbacv1.Role{}, r.rbacEvents()).
+			WatchesMetadata(&rbacv1.RoleBinding{}, r.rbacEvents())
+	}
 	var selected labels.Selector
 	if selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(selector)

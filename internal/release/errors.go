@@ -19,6 +19,9 @@ type Error struct {
 	Revision int
 	// StalledReason is set when retrying cannot help without a change to the resource.
 	StalledReason string
+	// Refused is set when the operator's own check refused the action
+	// before it ran (preflight.go): nothing was written (status.Failure.Refused).
+	Refused bool
 	// Summary says, in words a user reads, what was being done ("Upgrade of release web to revision 3").
 	// It is the operator's own text, never redacted: anything in it that the
 	// operator did not write (a description Helm recorded) is marked
@@ -87,6 +90,7 @@ func (e *Error) Failure() *status.Failure {
 		Revision:      e.Revision,
 		Message:       e.message(),
 		StalledReason: e.StalledReason,
+		Refused:       e.Refused,
 	}
 }
 

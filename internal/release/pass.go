@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
@@ -60,6 +61,11 @@ type PassHooks struct {
 	// AnnounceTest says, before the test hooks run, that they run; p is the
 	// pass so far. It returns the function that ends the announcement.
 	AnnounceTest func(p *Pass, run status.TestRun) (end func())
+	// Warnings, when set, is called just before the plan runs (the warnings
+	// left by an earlier action were reported by it) and returns the
+	// function that, once the plan ran, takes the API server's warnings on
+	// the action's writes.
+	Warnings func() (take func() []readiness.Warning)
 	// Fresh returns the context in which what the action wrote is read
 	// from the API server, not a cache (the test run's reads).
 	Fresh func(context.Context) context.Context
@@ -87,6 +93,8 @@ type Pass struct {
 	Ran    bool
 	Result Result
 	RunErr error
+	// Warned are the API server's warnings on the action's writes.
+	Warned []readiness.Warning
 	// TestRequest is the test annotation's value acted on, empty for none;
 	// Test the test run (nil when none ran), TestFailure its failure and
 	// TestSuperseded the newer generation that preempted it.
@@ -183,10 +191,15 @@ func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, plan Pla
 		}
 		end = req.Hooks.Announce(msg, p.Deployed, undone)
 	}
+	take := func() []readiness.Warning { return nil }
+	if req.Hooks.Warnings != nil {
+		take = req.Hooks.Warnings()
+	}
 	p.Ran = true
 	p.Result, p.RunErr = r.Run(ctx, plan, before, vals)
 	done()
 	end()
+	p.Warned = take()
 	if p.Result.Observed {
 		p.Deployed = Describe(p.Result.State.Deployed)
 	}

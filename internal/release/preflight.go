@@ -161,16 +161,22 @@ func (r *Runner) check(ctx context.Context, act string, perms []Permission) erro
 
 // denied is the failure of act for the permissions r.Identity lacks; when
 // the identity is a ServiceAccount that does not exist, that is the failure.
+// Either is Refused: the action did not run, and nothing was written.
 func (r *Runner) denied(ctx context.Context, act string, denied []Permission) error {
 	if r.KubeReader != nil {
 		if st, err := LookUpServiceAccount(ctx, r.KubeReader, r.Identity); err == nil && st.Missing {
-			return ServiceAccountMissing(r.Identity, act)
+			e := ServiceAccountMissing(r.Identity, act)
+			e.Refused = true
+			return e
 		}
 	}
-	return &Error{Reason: status.ReasonPermissionDenied, Action: act,
+	return &Error{Reason: status.ReasonPermissionDenied, Action: act, Refused: true,
 		Summary: DeniedMessage(r.Identity, denied) + r.grantHint()}
 }
 
+// grantHint says how to end the denial. The promise holds: a refused
+// action is retried with the backoff, without bound, and at once when a
+// Role or RoleBinding of the namespace changes (package reconciler).
 func (r *Runner) grantHint() string {
 	if r.Identity.Impersonated() {
 		return "; grant them with a Role bound to it, and the release is retried"

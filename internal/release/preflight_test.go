@@ -55,6 +55,9 @@ func TestForbiddenErrorsOfHelmNameWhatIsMissing(t *testing.T) {
 	if e.Reason != status.ReasonPermissionDenied || e.StalledReason != "" {
 		t.Errorf("reason %q stalled %q, want PermissionDenied, retried", e.Reason, e.StalledReason)
 	}
+	if e.Refused {
+		t.Error("a denial during the action is Refused: the action ran, and may have written a revision")
+	}
 	want := "Install of release web failed: the API server refused it: ServiceAccount team-a/deployer may not: create services (in team-a)"
 	if e.Error() != want {
 		t.Errorf("message\n %q\nwant\n %q", e.Error(), want)

@@ -117,6 +117,13 @@ type Failure struct {
 	// StalledReason is set when no progress is possible without a change to the
 	// resource (InvalidValues, ChartRenderError); the failure is then not retried.
 	StalledReason string
+	// Refused is set when the action was refused before it ran, by the
+	// operator's own check of the identity's permissions (PermissionDenied,
+	// ServiceAccountNotFound): nothing was written and Helm stored no
+	// revision, so it is not counted in failures nor against maxRetries. It
+	// is retried with the backoff for as long as it lasts, and at once when
+	// a Role or RoleBinding of the resource's namespace changes.
+	Refused bool
 }
 
 // Terminal reports whether retrying cannot help.
@@ -384,6 +391,9 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 		if o.Err.Reason == ReasonReleaseLocked {
 			msg = fmt.Sprintf("Waiting for the release's lock to be released or to become stale; trying again in %s", o.RetryAfter)
 		}
+		if o.Err.Refused {
+			msg = refusedMessage(o)
+		}
 		if o.Deleting {
 			msg = fmt.Sprintf("The deletion is being retried in %s (%d consecutive failures); the finalizer stays until the release is uninstalled", o.RetryAfter, c.s.Failures)
 		}
@@ -417,6 +427,21 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonSucceeded, msg)
 	}
+}
+
+// refusedMessage says what follows an action refused before it ran (see
+// Failure.Refused): a retry with the backoff, uncounted, and for a missing
+// permission one at once when the namespace's RBAC changes.
+func refusedMessage(o Outcome) string {
+	what := "The " + o.Err.Action
+	if o.Err.Action == ActionReconcile {
+		what = "Re-applying the release's objects"
+	}
+	msg := fmt.Sprintf("%s was refused before it ran, and nothing was written; trying again in %s", what, o.RetryAfter)
+	if o.Err.Reason == ReasonPermissionDenied {
+		msg += ", or at once when a Role or RoleBinding of the resource's namespace changes"
+	}
+	return msg + "; not counted against maxRetries"
 }
 
 func isReleaseAction(a string) bool {

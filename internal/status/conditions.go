@@ -147,6 +147,11 @@ const (
 	// DaemonSet's FailedCreate event): a ResourceQuota, Pod Security, a
 	// LimitRange, an admission webhook.
 	ReasonFailedCreate = "FailedCreate"
+	// ReasonAPIWarning: the API server warned when the operator wrote the
+	// object (its Warning header on the install's or upgrade's create,
+	// update or patch: `would violate PodSecurity ...`, a deprecated API);
+	// kept in the operator's memory while the object is not Current.
+	ReasonAPIWarning = "APIWarning"
 	// ReasonUnschedulable: a pod of a workload cannot be scheduled.
 	ReasonUnschedulable = "Unschedulable"
 	// ReasonImagePullBackOff: a container's image cannot be pulled

@@ -17,7 +17,8 @@ const (
 
 // Failures is the count of consecutive failures after the reconcile o. A
 // success resets it; a new generation and a new retry request start a fresh
-// budget, so the failure of o is then the first.
+// budget, so the failure of o is then the first. A refused action (see
+// Failure.Refused) wrote nothing and is not counted: the count stays.
 func Failures(prev Status, o Outcome) int64 {
 	if o.Err == nil {
 		return 0
@@ -30,6 +31,9 @@ func Failures(prev Status, o Outcome) int64 {
 	if o.Generation != prev.ObservedGeneration || o.Retry != "" {
 		n = 0
 	}
+	if o.Err.Refused {
+		return n
+	}
 	return n + 1
 }
 
@@ -37,10 +41,10 @@ func Failures(prev Status, o Outcome) int64 {
 // retryable failed install or upgrade — the attempts that write a Helm
 // revision — that brings the consecutive failures of the generation to
 // o.MaxRetries. Other failures (reading Helm's storage, re-applying objects,
-// a failing uninstall during deletion) write no revision and keep backing
-// off without bound.
+// a failing uninstall during deletion, an install or upgrade refused before
+// it ran) write no revision and keep backing off without bound.
 func OutOfRetries(prev Status, o Outcome) bool {
-	return o.MaxRetries > 0 && o.Err != nil && !o.Err.Terminal() && !o.Deleting &&
+	return o.MaxRetries > 0 && o.Err != nil && !o.Err.Terminal() && !o.Err.Refused && !o.Deleting &&
 		(o.Err.Action == ActionInstall || o.Err.Action == ActionUpgrade) &&
 		Failures(prev, o) >= int64(o.MaxRetries)
 }

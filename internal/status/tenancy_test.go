@@ -3,6 +3,7 @@ package status
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 )
@@ -41,14 +42,58 @@ func TestComputeTenancyReasons(t *testing.T) {
 			Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionUpgrade, Message: denied}},
 		want: want{TypeReady: "False/PermissionDenied", TypeReleaseFailed: "True/PermissionDenied", TypeDeployed: "True/InstallSuccessful"},
 	}, {
-		name: "refused permissions use up the retry budget like failed attempts",
+		// A refusal wrote nothing: it is not a failed attempt, and the
+		// budget that protects Helm's history is not spent on it.
+		name: "refusals do not use up the retry budget, however many",
 		prev: func() Status {
-			s := Compute(Status{}, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
-				Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Message: denied}})
+			s := Status{}
+			for range 12 {
+				s = Compute(s, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
+					RetryAfter: 5 * time.Minute, Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Message: denied, Refused: true}})
+			}
 			return s
 		},
 		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
-			Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Message: denied}},
+			RetryAfter: 5 * time.Minute, Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Message: denied, Refused: true}},
+		want: want{TypeStalled: "False/NotStalled", TypeReleaseFailed: "True/PermissionDenied", TypeReconciling: "True/Retrying",
+			TypeReady: "False/PermissionDenied"},
+		check: func(t *testing.T, s Status) {
+			if s.Failures != 0 {
+				t.Errorf("failures %d, want 0: a refusal is not a failed attempt", s.Failures)
+			}
+			want := "The install was refused before it ran, and nothing was written; trying again in 5m0s, " +
+				"or at once when a Role or RoleBinding of the resource's namespace changes; not counted against maxRetries"
+			if c := meta.FindStatusCondition(s.Conditions, TypeReconciling); c.Message != want {
+				t.Errorf("Reconciling's message %q, want %q", c.Message, want)
+			}
+		},
+	}, {
+		name: "refusals between failed attempts neither count nor reset the budget",
+		prev: func() Status {
+			s := Compute(Status{}, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
+				Err: &Failure{Reason: ReasonInstallError, Action: ActionInstall, Revision: 1, Message: "Install of release web failed"}})
+			for range 12 {
+				s = Compute(s, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
+					Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Message: denied, Refused: true}})
+			}
+			return s
+		},
+		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
+			Err: &Failure{Reason: ReasonInstallError, Action: ActionInstall, Revision: 2, Message: "Install of release web failed"}},
+		want: want{TypeStalled: "True/RetriesExhausted", TypeReleaseFailed: "True/InstallError"},
+		check: func(t *testing.T, s Status) {
+			if s.Failures != 2 {
+				t.Errorf("failures %d, want 2: the two failed installs, not the refusals between them", s.Failures)
+			}
+		},
+	}, {
+		name: "a denial the API server gave during the action is a failed attempt",
+		prev: func() Status {
+			return Compute(Status{}, Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
+				Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Revision: 1, Message: denied}})
+		},
+		out: Outcome{Generation: 1, Now: now, Initialized: true, DeployedKnown: true, Action: ActionInstall, MaxRetries: 2,
+			Err: &Failure{Reason: ReasonPermissionDenied, Action: ActionInstall, Revision: 2, Message: denied}},
 		want: want{TypeStalled: "True/RetriesExhausted", TypeReleaseFailed: "True/PermissionDenied"},
 	}, {
 		name: "a refused re-apply is a reconcile failure",

@@ -42,7 +42,9 @@ func (e *env) waitHooked(name, what string, cond func(*nginx) bool) *nginx {
 //   - a Deployment whose pod exceeds the quota: FailedCreate, "exceeded
 //     quota"; the quota raised, the resource becomes Ready without any edit;
 //   - a Deployment whose pod Pod Security refuses: FailedCreate, "violates
-//     PodSecurity";
+//     PodSecurity" (the controller's condition comes before the API
+//     server's warning), and an APIWarning event at the install, "would
+//     violate PodSecurity";
 //   - a pod whose image cannot be pulled (kwok's ImagePullBackOff stage):
 //     ImagePullBackOff, naming the image;
 //   - a pod that crash-loops (kwok's CrashLoopBackOff stage): CrashLoopBackOff
@@ -108,6 +110,24 @@ func TestNotReadyCauses(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// The API server warned on the create of the privileged Deployment:
+	// an APIWarning event on hooked/psa names it; none on hooked/quota,
+	// whose pod template Pod Security admits.
+	apiWarnings := func(ctx context.Context, name string) (string, error) {
+		return e.tryKubectl("get", "events", "--field-selector", "involvedObject.kind=Hooked,involvedObject.name="+name+",reason=APIWarning",
+			"-o", `jsonpath={range .items[*]}{.message}{"\n"}{end}`)
+	}
+	e.eventually("psa", "an APIWarning event naming Deployment psa", func(ctx context.Context) (bool, string) {
+		out, err := apiWarnings(ctx, "psa")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(out, "Deployment psa") && strings.Contains(out, `would violate PodSecurity "restricted:latest"`), "APIWarning events: " + out
+	})
+	if out, err := apiWarnings(context.Background(), "quota"); err != nil || strings.TrimSpace(out) != "" {
+		e.t.Errorf("hooked/quota, admitted by Pod Security, has APIWarning events %q (%v)", out, err)
 	}
 
 	// The quota raised: the ReplicaSet controller creates the pod, and the

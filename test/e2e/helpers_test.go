@@ -239,6 +239,8 @@ func writeWatches(path string, w watchOptions) error {
 type operator struct {
 	*controlplane.Process
 	logPath string
+	// args are the flags it was started with.
+	args []string
 }
 
 func startOperator(dir, watchesPath, logPath, namespace string) (*operator, error) {
@@ -259,7 +261,7 @@ func startOperatorAs(dir, watchesPath, logPath, namespace, kubeconfig string, ex
 	if err != nil {
 		return nil, err
 	}
-	return &operator{Process: p, logPath: logPath}, nil
+	return &operator{Process: p, logPath: logPath, args: args}, nil
 }
 
 // exited returns an error when the operator is no longer running.

@@ -23,8 +23,11 @@ type Command struct {
 	Binary string
 	Args   []string
 	Dir    string
-	// Env is added to this process's environment.
-	Env []string
+	// Env is added to this process's environment, or is the whole
+	// environment when OnlyEnv is set (a process that must see only what a
+	// pod would give it).
+	Env     []string
+	OnlyEnv bool
 	// LogPath receives the combined stdout and stderr: truncated, or
 	// appended to when Append is set.
 	LogPath string
@@ -61,7 +64,10 @@ func StartProcess(c Command) (*Process, error) {
 	// context that started it is done.
 	cmd := exec.Command(c.Binary, c.Args...)
 	cmd.Dir = c.Dir
-	if len(c.Env) > 0 {
+	switch {
+	case c.OnlyEnv:
+		cmd.Env = c.Env
+	case len(c.Env) > 0:
 		cmd.Env = append(os.Environ(), c.Env...)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
