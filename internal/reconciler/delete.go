@@ -49,37 +49,36 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	if err != nil {
 		return false, err
 	}
-	uninstall := ann.UninstallOnDelete
 	runner, err := r.runner(ctx, obj, *prev)
 	if release.IsStalledBy(err, status.ReasonServiceAccountRequired) {
 		return r.deleteUnnamed(ctx, obj, runner, err)
 	}
-	var notOurs string
+	var plan release.DeletePlan
+	var note string
 	if err == nil {
-		notOurs, err = runner.NotOurs()
+		plan, note, err = runner.DecideDeletion(ctx, r.opts.Reader, !ann.UninstallOnDelete, status.Uninstalled(*prev))
 	}
-	if err == nil && notOurs != "" {
+	switch {
+	case err != nil:
+	case plan == release.DeleteNotOurs:
 		// Deleting a resource never uninstalls a release that is not its own.
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", notOurs)
+		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
 		return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
-	}
-	if err == nil && !uninstall {
+	case plan == release.DeleteKeep:
 		return r.keep(ctx, obj, runner)
-	}
-	if err == nil && runner.Identity.Impersonated() {
-		var skip bool
-		if skip, err = r.actorGone(ctx, obj, runner); skip {
-			return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
-		}
-	}
-	if err == nil && status.Uninstalled(*prev) {
+	case plan == release.DeleteSkip:
+		// The ServiceAccount to uninstall as is gone with its namespace. The
+		// API server may refuse the event in a namespace being deleted; the
+		// log keeps it.
+		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
+		ctrl.LoggerFrom(ctx).Info(note, "event", EventUninstallSkipped)
+		return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
+	case plan == release.DeleteGone:
 		// An earlier pass uninstalled the release and only the finalizer
-		// failed: nothing to uninstall again, no second success to announce.
-		if st, obsErr := release.Observe(runner.Client, runner.Name); obsErr == nil && st.Latest == nil {
-			out.Action, out.ActionSucceeded = status.ActionUninstall, true
-			out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
-			return r.removeFinalizer(ctx, obj, "The release was uninstalled")
-		}
+		// failed: no second success to announce.
+		out.Action, out.ActionSucceeded = status.ActionUninstall, true
+		out.DeployedKnown, out.Deployed, out.Uninstalled = true, nil, true
+		return r.removeFinalizer(ctx, obj, "The release was uninstalled")
 	}
 	if err == nil {
 		out.Action = status.ActionUninstall
@@ -132,32 +131,6 @@ func (r *Reconciler) deleteUnnamed(ctx context.Context, obj *unstructured.Unstru
 		return false, stalled
 	}
 	return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
-}
-
-// actorGone checks that the ServiceAccount the release is uninstalled as
-// exists. When it is gone and its namespace is being deleted (which deletes
-// the release's objects and Helm's storage with it), the uninstall is
-// skipped, with an UninstallSkipped event: skip is true, and a namespace's
-// deletion never waits on the operator. When it is gone from a namespace
-// that stays, the failure is an UninstallError naming it.
-func (r *Reconciler) actorGone(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner) (skip bool, err error) {
-	st, err := release.LookUpServiceAccount(ctx, r.opts.Reader, runner.Identity)
-	switch {
-	case err != nil:
-		return false, &release.Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
-			Summary: fmt.Sprintf("Uninstall of release %s failed", runner.Name), Err: err}
-	case !st.Missing:
-		return false, nil
-	case st.NamespaceTerminating:
-		note := fmt.Sprintf("Release %s was not uninstalled: %s, which it is uninstalled as, is gone, and namespace %s is being deleted, which deletes the release's objects and its history",
-			runner.Name, runner.Identity, obj.GetNamespace())
-		// The API server may refuse the event in a namespace being deleted;
-		// the log keeps it.
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
-		ctrl.LoggerFrom(ctx).Info(note, "event", EventUninstallSkipped)
-		return true, nil
-	}
-	return false, release.ServiceAccountMissing(runner.Identity, status.ActionUninstall)
 }
 
 // uninstallProgress says that the uninstall of release name is under way

@@ -62,16 +62,16 @@ func (r *Reconciler) announce(ctx context.Context, obj *unstructured.Unstructure
 }
 
 // announcePlan announces msg, what the plan about to run does (nothing when
-// empty, or when the generation is stalled by its spec and no retry asks
-// for an attempt): if the Helm call takes long, or at once when it undoes
-// foreign, a revision someone else wrote, which the status names meanwhile.
-func (r *Reconciler) announcePlan(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, msg string, foreign *release.Foreign) func() {
-	if msg == "" || (out.Retry == "" && status.StalledBySpec(prev, obj.GetGeneration())) {
+// the generation is stalled by its spec and no retry asks for an attempt):
+// if the Helm call takes long, or at once when it undoes foreign, a revision
+// someone else wrote, which the status names meanwhile beside deployed.
+func (r *Reconciler) announcePlan(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out status.Outcome, msg string, deployed *status.DeployedRelease, foreign *release.Foreign) func() {
+	if out.Retry == "" && status.StalledBySpec(prev, obj.GetGeneration()) {
 		return func() {}
 	}
 	progress, delay := status.Progressing(prev, obj.GetGeneration(), msg), progressDelay
 	if foreign != nil {
-		progress, delay = undoing(progress, msg, foreign, out.Deployed), 0
+		progress, delay = undoing(progress, msg, foreign, deployed), 0
 	}
 	return r.announce(ctx, obj, progress, delay)
 }

@@ -206,11 +206,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	out.Initialized = true
 
-	if err := r.reconcileRelease(ctx, obj, prev, &out, redactor); err != nil {
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
-	}
-	r.gate.release(obj.GetUID())
-	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, out)}, nil
+	pass := r.pass(ctx, obj, prev, &out, redactor)
+	return r.outcome(ctx, obj, prev, &out, pass, redactor, seen), nil
 }
 
 // WatchDependents makes changes to the objects of the kind's releases, seen
@@ -338,96 +335,6 @@ func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 		keep = append(keep, md.Name, md.Version, md.AppVersion)
 	}
 	return status.NewRedactor(vals, keep...)
-}
-
-// reconcileRelease observes the release, runs the one action it needs and
-// records what happened in out. A revision someone else wrote is reported
-// and upgraded back to the spec, the status naming it while that runs.
-func (r *Reconciler) reconcileRelease(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) error {
-	if err := release.ValidateName(obj.GetName()); err != nil {
-		return err
-	}
-	runner, err := r.runner(ctx, obj, prev)
-	if err != nil {
-		return err
-	}
-	before, err := r.observeRelease(ctx, runner)
-	if err != nil {
-		return err
-	}
-	// Only a release that is the resource's own may be acted on or described.
-	adopted, err := runner.Claim(before)
-	if err != nil {
-		out.DeployedKnown, out.Deployed = true, nil
-		return err
-	}
-	if adopted {
-		r.adoptedEvent(obj, before)
-	}
-	// A resource relabelled into this shard: its revisions are relabelled
-	// in place, no new revision (docs/sharding.md).
-	if _, err := runner.Reshard(before); err != nil {
-		return err
-	}
-	out.DeployedKnown, out.Deployed = true, release.Describe(before.Deployed)
-	vals, err := release.Values(obj, r.opts.OverrideValues)
-	if err != nil {
-		return err
-	}
-
-	want := release.Desired{ValuesDigest: release.ValuesDigest(vals), ChartDigest: r.chartDigest}
-	foreign := runner.Foreign(&before, want)
-	undo := r.foreignEvent(obj, foreign, redactor)
-	plan, slot, err := r.admitChartUpgrade(obj, before, want, release.Decide(before, want), out)
-	if err != nil {
-		return err
-	}
-	var undone *release.Foreign
-	if undo && plan == release.PlanUpgrade {
-		undone = foreign
-	}
-	announced := r.announcePlan(ctx, obj, prev, out, runner.ProgressMessage(plan, before), undone)
-	// Warnings left by an earlier action were reported by it.
-	r.opts.Warnings.Take(obj.GetUID())
-	result, err := runner.Run(ctx, plan, before, vals)
-	slot.Done(true)
-	announced()
-	if warned := r.opts.Warnings.Take(obj.GetUID()); len(warned) > 0 {
-		r.warningEvents(obj, result.Action, warned, redactor)
-	}
-	r.supersededEvent(obj, err)
-	r.driftEvent(obj, runner.Name, result.Drifted)
-	r.crdsEvent(obj, result.Action, result.CRDsApplied)
-	if result.Unlocked != nil {
-		r.unlockedEvent(obj, result.Unlocked)
-	}
-	out.Action, out.DeployedBy, out.ActionSucceeded = result.Action, result.DeployedBy, result.Succeeded
-	if result.Observed {
-		out.Deployed = release.Describe(result.State.Deployed)
-	}
-	if result.Succeeded {
-		r.successEvent(obj, *out)
-	}
-	if result.Action != status.ActionReconcile || len(result.Drifted) > 0 || err != nil {
-		// This reconcile wrote the objects (or may have): judge what the
-		// server holds now, which the cache may not hold yet.
-		ctx = dependents.ReadFresh(ctx)
-	}
-	if err == nil {
-		r.test(ctx, obj, prev, out, runner, result, redactor)
-	}
-	if err != nil {
-		if result.Observed {
-			// The deployed revision's objects still run and matter: their
-			// readiness is judged on the failure paths too, so that the
-			// verdict is never an old one passed off as current.
-			if rerr := r.judgeReadiness(ctx, obj, result.State, out); rerr != nil {
-				ctrl.LoggerFrom(ctx).V(1).Info("Judging readiness after a failure failed", "error", rerr.Error())
-			}
-		}
-		return err
-	}
-	return r.judgeReadiness(ctx, obj, result.State, out)
 }
 
 // judgeReadiness judges the readiness of the deployed release's objects and

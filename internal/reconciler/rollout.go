@@ -29,28 +29,21 @@ type RolloutReporter interface {
 	RolloutResources(kind string, counts map[rollout.State]int)
 }
 
-// admitChartUpgrade asks the kind's rollout whether plan, an upgrade of a
-// deployed release caused only by a new chart, may run now. It returns the
-// plan to run — a re-apply of the deployed revision while the resource
-// waits, with out.Rollout saying why — and the slot to give back once the
-// plan ran. Any other plan passes unchanged.
-func (r *Reconciler) admitChartUpgrade(obj *unstructured.Unstructured, before release.State, want release.Desired, plan release.Plan, out *status.Outcome) (release.Plan, *rollout.Ticket, error) {
-	if r.rollout == nil || plan != release.PlanUpgrade || !release.ChartChangeOnly(before, want) {
-		return plan, nil, nil
+// admitChartUpgrade is the kind's rollout's answer to the pass's question
+// (release.PassHooks.Admit) on an upgrade of obj's deployed release from
+// chart version from caused only by a new chart: why it waits (the deployed
+// revision is re-applied meanwhile), or the slot to give back once it ran.
+func (r *Reconciler) admitChartUpgrade(obj *unstructured.Unstructured) func(string) (*status.RolloutWait, func(), error) {
+	return func(from string) (*status.RolloutWait, func(), error) {
+		ticket, wait, err := r.rollout.Admit(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, from)
+		if err != nil {
+			return nil, nil, &release.Error{Reason: status.ReasonReconcileError, Summary: "Reading the rollout of the new chart from the cache failed", Err: err}
+		}
+		if wait != nil {
+			return wait, nil, nil
+		}
+		return nil, func() { ticket.Done(true) }, nil
 	}
-	from := ""
-	if d := before.Deployed; d.Chart != nil && d.Chart.Metadata != nil {
-		from = d.Chart.Metadata.Version
-	}
-	ticket, wait, err := r.rollout.Admit(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, from)
-	if err != nil {
-		return plan, nil, &release.Error{Reason: status.ReasonReconcileError, Summary: "Reading the rollout of the new chart from the cache failed", Err: err}
-	}
-	if wait != nil {
-		out.Rollout = wait
-		return release.PlanReapply, nil, nil
-	}
-	return plan, ticket, nil
 }
 
 // setupRollout makes the kind's upgrades to a new chart a staged rollout

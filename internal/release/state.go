@@ -189,3 +189,67 @@ func (r *Runner) Observe() (State, error) {
 	st.Lock = JudgeLock(st.Latest, p)
 	return st, nil
 }
+
+// DeletePlan is what the deletion of a resource does with its release.
+type DeletePlan string
+
+const (
+	// DeleteUninstall uninstalls the release.
+	DeleteUninstall DeletePlan = "Uninstall"
+	// DeleteKeep keeps the release (helmapp.io/uninstall-on-delete:
+	// "false") and disowns its objects and records (Disowner).
+	DeleteKeep DeletePlan = "Keep"
+	// DeleteNotOurs uninstalls nothing: the release is not the resource's own.
+	DeleteNotOurs DeletePlan = "NotOurs"
+	// DeleteSkip uninstalls nothing: the ServiceAccount the release is
+	// uninstalled as is gone with its namespace, whose deletion deletes the
+	// release's objects and its history.
+	DeleteSkip DeletePlan = "Skip"
+	// DeleteGone uninstalls nothing: an earlier pass uninstalled the release
+	// and Helm's storage holds none of it.
+	DeleteGone DeletePlan = "Gone"
+)
+
+// DeleteFacts is what the deletion of a resource knows of its release.
+// A fact not gathered is its zero value: DecideDelete then answers
+// DeleteUninstall unless a fact gathered decides, so that facts can be
+// gathered one by one, in deleteDecisions' order, until one decides.
+type DeleteFacts struct {
+	// NotOurs says why the release is not the resource's own, empty when it is.
+	NotOurs string
+	// Keep: the resource asks to keep its release.
+	Keep bool
+	// ActorGone: the ServiceAccount to uninstall as is gone, and its
+	// namespace is being deleted.
+	ActorGone bool
+	// Gone: the status says the release was uninstalled and Helm's storage
+	// holds no revision of it.
+	Gone bool
+}
+
+// deleteDecisions is DecideDelete's table: the first row whose condition
+// holds gives the plan.
+var deleteDecisions = []struct {
+	when func(DeleteFacts) bool
+	plan DeletePlan
+}{
+	// Deleting a resource never uninstalls a release that is not its own.
+	{func(f DeleteFacts) bool { return f.NotOurs != "" }, DeleteNotOurs},
+	{func(f DeleteFacts) bool { return f.Keep }, DeleteKeep},
+	{func(f DeleteFacts) bool { return f.ActorGone }, DeleteSkip},
+	// Only removing the finalizer failed last time: nothing to uninstall
+	// again.
+	{func(f DeleteFacts) bool { return f.Gone }, DeleteGone},
+	{func(DeleteFacts) bool { return true }, DeleteUninstall},
+}
+
+// DecideDelete picks what the deletion of a resource does with its release
+// from the facts alone; it never touches the cluster.
+func DecideDelete(f DeleteFacts) DeletePlan {
+	for _, d := range deleteDecisions {
+		if d.when(f) {
+			return d.plan
+		}
+	}
+	return DeleteUninstall
+}

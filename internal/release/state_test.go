@@ -138,3 +138,26 @@ func TestGraceContextOutlivesItsParent(t *testing.T) {
 		t.Fatal("the action's context was not cancelled after the grace period")
 	}
 }
+
+func TestDecideDelete(t *testing.T) {
+	tests := []struct {
+		name  string
+		facts DeleteFacts
+		want  DeletePlan
+	}{
+		{"ours, to uninstall", DeleteFacts{}, DeleteUninstall},
+		{"kept", DeleteFacts{Keep: true}, DeleteKeep},
+		{"not ours, even when kept", DeleteFacts{NotOurs: "owned by another resource", Keep: true}, DeleteNotOurs},
+		{"the actor gone with its namespace", DeleteFacts{ActorGone: true}, DeleteSkip},
+		{"kept, the actor gone", DeleteFacts{Keep: true, ActorGone: true}, DeleteKeep},
+		{"already uninstalled", DeleteFacts{Gone: true}, DeleteGone},
+		{"the actor gone, already uninstalled", DeleteFacts{ActorGone: true, Gone: true}, DeleteSkip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DecideDelete(tt.facts); got != tt.want {
+				t.Errorf("DecideDelete(%+v) = %s, want %s", tt.facts, got, tt.want)
+			}
+		})
+	}
+}

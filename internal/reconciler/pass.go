@@ -1,0 +1,124 @@
+package reconciler
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
+	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// pass makes the one pass over obj's release (release.Reconcile): the
+// release package runs it, in its order; this reconciler takes part only
+// where the user must see something while it runs (the progress status) and
+// where the kind's rollout answers.
+func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) *release.Pass {
+	req := release.PassRequest{
+		NewRunner:      func() (*release.Runner, error) { return r.runner(ctx, obj, prev) },
+		Object:         obj,
+		OverrideValues: r.opts.OverrideValues,
+		Records:        r.opts.Records, RecordIndex: RecordIndex, Memo: r.opts.Memo,
+		Tests: r.opts.Tests, HandledTest: prev.LastHandledTest,
+		Hooks: release.PassHooks{
+			Announce: func(msg string, deployed *status.DeployedRelease, foreign *release.Foreign) func() {
+				return r.announcePlan(ctx, obj, prev, *out, msg, deployed, foreign)
+			},
+			AnnounceTest: func(p *release.Pass, run status.TestRun) func() {
+				running := *out
+				record(&running, p, redactor)
+				run.StartedAt = out.Now
+				running.Test = &run
+				return r.announce(ctx, obj, status.Compute(prev, running), progressDelay)
+			},
+			Warnings: func() func() []readiness.Warning {
+				// Warnings left by an earlier action were reported by it.
+				r.opts.Warnings.Take(obj.GetUID())
+				return func() []readiness.Warning { return r.opts.Warnings.Take(obj.GetUID()) }
+			},
+			Fresh: dependents.ReadFresh,
+		},
+	}
+	if r.rollout != nil {
+		req.Hooks.Admit = r.admitChartUpgrade(obj)
+	}
+	return release.Reconcile(ctx, req)
+}
+
+// record records in out what pass observed and did.
+func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
+	if p.DeployedKnown {
+		out.DeployedKnown, out.Deployed = true, p.Deployed
+	}
+	if p.Rollout != nil {
+		out.Rollout = p.Rollout
+	}
+	if p.Ran {
+		out.Action, out.DeployedBy, out.ActionSucceeded = p.Result.Action, p.Result.DeployedBy, p.Result.Succeeded
+	}
+	if p.TestRequest != "" {
+		out.TestRequest = p.TestRequest
+	}
+	if p.Test != nil {
+		out.Test, out.TestFailure = p.Test, redactor.RedactMessage(p.TestFailure)
+	}
+}
+
+// outcome turns the pass into the reconcile's outcome (out), its events and
+// when to reconcile again: it judges the readiness of the deployed
+// revision's objects, and on a failure returns its backoff (see failed).
+func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, p *release.Pass, redactor status.Redactor, seen trigger) ctrl.Result {
+	record(out, p, redactor)
+	if p.Adopted {
+		r.adoptedEvent(obj, p.Before)
+	}
+	r.foreignEvent(obj, p.Foreign, redactor)
+	if p.Ran {
+		res := p.Result
+		if len(p.Warned) > 0 {
+			r.warningEvents(obj, res.Action, p.Warned, redactor)
+		}
+		r.supersededEvent(obj, p.RunErr)
+		r.driftEvent(obj, obj.GetName(), res.Drifted)
+		r.crdsEvent(obj, res.Action, res.CRDsApplied)
+		if res.Unlocked != nil {
+			r.unlockedEvent(obj, res.Unlocked)
+		}
+		if res.Succeeded {
+			r.successEvent(obj, *out)
+		}
+	}
+	if p.Test != nil {
+		if p.TestSuperseded != nil {
+			// Not a verdict on the chart: the newer generation runs next.
+			r.supersededEvent(obj, p.TestSuperseded)
+		} else {
+			r.testEvent(obj, *p.Test, out.TestFailure)
+		}
+	}
+	if p.Wrote() {
+		// This reconcile wrote the objects (or may have): judge what the
+		// server holds now, which the cache may not hold yet.
+		ctx = dependents.ReadFresh(ctx)
+	}
+	err := p.Err
+	switch {
+	case err == nil:
+		err = r.judgeReadiness(ctx, obj, p.Result.State, out)
+	case p.Ran && p.Result.Observed:
+		// The deployed revision's objects still run and matter: their
+		// readiness is judged on the failure paths too, so that the
+		// verdict is never an old one passed off as current.
+		if rerr := r.judgeReadiness(ctx, obj, p.Result.State, out); rerr != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Judging readiness after a failure failed", "error", rerr.Error())
+		}
+	}
+	if err != nil {
+		return r.failed(ctx, obj, prev, out, err, redactor, seen)
+	}
+	r.gate.release(obj.GetUID())
+	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, *out)}
+}

@@ -1,0 +1,56 @@
+package release
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
+)
+
+// DecideDeletion tells what the deletion of the resource does with its
+// release (DecideDelete), gathering the facts one by one, in the table's
+// order, until one decides: a fact that cannot change the plan costs no
+// request. keep is the resource's helmapp.io/uninstall-on-delete "false",
+// uninstalled that its status says an earlier pass uninstalled the release.
+// note says why for DeleteNotOurs and DeleteSkip, for the UninstallSkipped
+// event. reader looks up the ServiceAccount the release is uninstalled as.
+func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep, uninstalled bool) (plan DeletePlan, note string, err error) {
+	f := DeleteFacts{Keep: keep}
+	if f.NotOurs, err = r.NotOurs(); err != nil || DecideDelete(f) != DeleteUninstall {
+		return DecideDelete(f), f.NotOurs, err
+	}
+	if r.Identity.Impersonated() {
+		if note, err = r.actorGone(ctx, reader); err != nil || note != "" {
+			f.ActorGone = note != ""
+			return DecideDelete(f), note, err
+		}
+	}
+	if uninstalled {
+		st, err := Observe(r.Client, r.Name)
+		f.Gone = err == nil && st.Latest == nil
+	}
+	return DecideDelete(f), "", nil
+}
+
+// actorGone checks that the ServiceAccount the release is uninstalled as
+// exists. When it is gone and its namespace is being deleted (which deletes
+// the release's objects and Helm's storage with it), the uninstall is
+// skipped: note says so, and a namespace's deletion never waits on the
+// operator. When it is gone from a namespace that stays, the failure is an
+// UninstallError naming it.
+func (r *Runner) actorGone(ctx context.Context, reader client.Reader) (note string, err error) {
+	st, err := LookUpServiceAccount(ctx, reader, r.Identity)
+	switch {
+	case err != nil:
+		return "", &Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
+			Summary: fmt.Sprintf("Uninstall of release %s failed", r.Name), Err: err}
+	case !st.Missing:
+		return "", nil
+	case st.NamespaceTerminating:
+		return fmt.Sprintf("Release %s was not uninstalled: %s, which it is uninstalled as, is gone, and namespace %s is being deleted, which deletes the release's objects and its history",
+			r.Name, r.Identity, r.Namespace), nil
+	}
+	return "", ServiceAccountMissing(r.Identity, status.ActionUninstall)
+}
