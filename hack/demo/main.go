@@ -24,6 +24,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
 
@@ -31,6 +34,9 @@ func main() {
 	keep := flag.Bool("keep", false, "Leave the control plane and the operator running until Ctrl-C.")
 	workDir := flag.String("work-dir", ".demo", "Where the kubeconfig and the logs go.")
 	flag.Parse()
+	// The control plane's envtest logs through controller-runtime's logger:
+	// without one set it prints a stack trace into the demo's output.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(*keep, *workDir); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)

@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
@@ -41,6 +43,10 @@ var suite struct {
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
+	// envtest logs through controller-runtime's logger; without one set, it
+	// prints a stack trace ("log.SetLogger(...) was never called") into the
+	// suite's output and `make olm-demo`'s.
+	ctrllog.SetLogger(logr.Discard())
 	_, file, _, _ := runtime.Caller(0)
 	suite.root = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 	dir, err := os.MkdirTemp("", "helm-app-operator-e2e-")
