@@ -2,11 +2,8 @@ package metrics_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,15 +13,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/helmapp/helm-app-operator/internal/metrics"
 	"github.com/helmapp/helm-app-operator/internal/operator"
@@ -54,20 +46,20 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	})
 	url := "https://" + addr + "/metrics"
 
-	reader, stranger := serviceAccountToken(t, c, ns, "scraper"), serviceAccountToken(t, c, ns, "stranger")
-	bindMetricsReader(t, c, ns, "scraper")
+	reader, stranger := tu.ServiceAccountToken(t, cfg, c, ns, "scraper"), tu.ServiceAccountToken(t, cfg, c, ns, "stranger")
+	tu.BindMetricsReader(t, c, filepath.Join("config", "rbac", "metrics_reader_role.yaml"), ns, "scraper")
 
 	tu.Eventually(t, time.Minute, "the metrics endpoint to refuse a scrape without a token", func() (bool, string) {
-		code, body := scrape(url, "")
+		code, body := tu.Scrape(url, "")
 		return code == http.StatusUnauthorized, fmt.Sprintf("HTTP %d: %.200s", code, body)
 	})
 	// Authorization is decided by the API server (SubjectAccessReview); a
 	// fresh binding takes a moment to be seen, a missing one never is.
-	if code, body := scrape(url, stranger); code != http.StatusForbidden {
+	if code, body := tu.Scrape(url, stranger); code != http.StatusForbidden {
 		t.Errorf("scrape with a token lacking metrics-reader: HTTP %d, want 403: %.200s", code, body)
 	}
 	tu.Eventually(t, time.Minute, "a scrape with the metrics-reader token to succeed", func() (bool, string) {
-		code, body := scrape(url, reader)
+		code, body := tu.Scrape(url, reader)
 		return code == http.StatusOK, fmt.Sprintf("HTTP %d: %.200s", code, body)
 	})
 
@@ -146,74 +138,6 @@ func TestSecureMetricsFollowTheResource(t *testing.T) {
 	})
 }
 
-// serviceAccountToken creates the ServiceAccount name in ns and returns a
-// token for it from the TokenRequest API.
-func serviceAccountToken(t *testing.T, c client.Client, ns, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("requesting a token for %s: %v", name, err)
-	}
-	return tr.Status.Token
-}
-
-// bindMetricsReader creates the metrics-reader ClusterRole of config/rbac
-// (under a name of this test's) and binds it to the ServiceAccount sa of ns.
-func bindMetricsReader(t *testing.T, c client.Client, ns, sa string) {
-	t.Helper()
-	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(tu.RepoRoot(), "config", "rbac", "metrics_reader_role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := sigsyaml.Unmarshal(raw, role); err != nil {
-		t.Fatal(err)
-	}
-	role.Name = ns + "-metrics-reader"
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
-	}
-}
-
-// scrape GETs url with the bearer token (none when empty), as Prometheus does
-// with tlsConfig.insecureSkipVerify: the certificate is self-signed.
-func scrape(url, token string) (int, string) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the endpoint's certificate is self-signed
-	}}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 func setReplicas(t *testing.T, c client.Client, ns, name string, n int64) {
 	t.Helper()
 	// A patch: the operator writes the resource too.
@@ -246,7 +170,7 @@ type resource struct{ ns, name string }
 func waitFor(t *testing.T, url, token, what string, check func(families) string) {
 	t.Helper()
 	tu.Eventually(t, time.Minute, what, func() (bool, string) {
-		code, body := scrape(url, token)
+		code, body := tu.Scrape(url, token)
 		if code != http.StatusOK {
 			return false, fmt.Sprintf("HTTP %d: %.200s", code, body)
 		}

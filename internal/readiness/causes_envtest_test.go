@@ -50,10 +50,7 @@ func (r *countingReader) count() int {
 // a Deployment that becomes Current is never asked about.
 func TestCausesAreLookedUpOncePerVersion(t *testing.T) {
 	ctx := context.Background()
-	c := testutil.Client(t, cfg)
-	ns := testutil.Namespace(t, c, "causes-memo")
-	createDeployment(t, c, ns)
-	createPod(t, c, ns, "web-pending", insufficientCPU)
+	c, ns := pendingPodOfDeployment(t, "causes-memo")
 
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	r := &countingReader{Reader: c}
@@ -94,14 +91,7 @@ func TestCausesAreLookedUpOncePerVersion(t *testing.T) {
 	}
 
 	// Current: no lookup, and nothing remembered.
-	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 3, 3
-	d.Status.Conditions = []appsv1.DeploymentCondition{
-		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-	}
-	if err := c.Status().Update(ctx, d); err != nil {
-		t.Fatal(err)
-	}
+	rolledOut(t, c, d)
 	now = now.Add(time.Hour)
 	res = checker.Check(ctx, refs)
 	if res[0].Status != kstatus.CurrentStatus || res[0].Reason != "" || !res[0].RecheckAt.IsZero() || r.count() != 3 || checker.Causes.Len() != 0 {

@@ -215,25 +215,43 @@ func TestPodHints(t *testing.T) {
 
 func TestCheckHintsOnlyNotCurrentWorkloads(t *testing.T) {
 	ctx := context.Background()
-	c := testutil.Client(t, cfg)
-	ns := testutil.Namespace(t, c, "current")
-	createDeployment(t, c, ns)
-	createPod(t, c, ns, "web-pending", insufficientCPU)
+	c, ns := pendingPodOfDeployment(t, "current")
 
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
+	rolledOut(t, c, d)
+	res := readiness.Check(ctx, c, []readiness.ObjectRef{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}})
+	if len(res) != 1 || res[0].Status != kstatus.CurrentStatus || strings.Contains(res[0].Message, "pod ") {
+		t.Errorf("Check() = %+v; want Current without a pod hint", res)
+	}
+}
+
+// rolledOut writes the status of Deployment d (3 replicas, as
+// createDeployment makes it) once its rollout completed: kstatus says
+// Current.
+func rolledOut(t *testing.T, c client.Client, d *appsv1.Deployment) {
+	t.Helper()
 	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 3, 3
 	d.Status.Conditions = []appsv1.DeploymentCondition{
 		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
 		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
 	}
-	if err := c.Status().Update(ctx, d); err != nil {
+	if err := c.Status().Update(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
-	res := readiness.Check(ctx, c, []readiness.ObjectRef{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}})
-	if len(res) != 1 || res[0].Status != kstatus.CurrentStatus || strings.Contains(res[0].Message, "pod ") {
-		t.Errorf("Check() = %+v; want Current without a pod hint", res)
-	}
+}
+
+// pendingPodOfDeployment makes a namespace (its name starting with prefix)
+// holding the Deployment web, 1 of 3 replicas available (createDeployment),
+// and its pod web-pending, unschedulable for lack of CPU; it returns the
+// client and the namespace.
+func pendingPodOfDeployment(t *testing.T, prefix string) (client.Client, string) {
+	t.Helper()
+	c := testutil.Client(t, cfg)
+	ns := testutil.Namespace(t, c, prefix)
+	createDeployment(t, c, ns)
+	createPod(t, c, ns, "web-pending", insufficientCPU)
+	return c, ns
 }

@@ -2,13 +2,13 @@ package readiness
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -36,23 +36,28 @@ func (r ObjectRef) String() string {
 	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// manifestDoc is the part of a manifest document that identifies an object.
-type manifestDoc struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	// Items is decoded only for List kinds: a custom resource may have a
-	// top-level field of that name that is no list of objects.
-	Items json.RawMessage `json:"items"`
+// ObjectsFromManifest names the objects of a Helm release manifest, as
+// DecodeManifest decodes them, in the manifest's order.
+func ObjectsFromManifest(manifest, defaultNamespace string, mapper meta.RESTMapper) ([]ObjectRef, error) {
+	objs, err := DecodeManifest(manifest, defaultNamespace, mapper)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]ObjectRef, 0, len(objs))
+	for _, u := range objs {
+		refs = append(refs, ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	return refs, nil
 }
 
-// ObjectsFromManifest lists the objects of a Helm release manifest
-// (rel.Manifest: YAML documents separated by "---"; hooks are not in it), in
-// the manifest's order. Empty and comment-only documents are skipped, and the
-// items of a List kind are listed in its place.
+// DecodeManifest decodes the objects of a Helm release manifest
+// (rel.Manifest, or a hook's: YAML documents separated by "---"), in the
+// manifest's order; it is the one decoder of manifests, for the readiness
+// of a release's objects as for Helm-side work (re-apply, preflight,
+// disowning). Empty and comment-only documents, and documents with neither
+// apiVersion, kind nor name, are skipped; a List kind (a kind ending in
+// "List" with items) is replaced by its items. Any other object is kept
+// whole, an "items" field of its own included.
 //
 // A namespaced object without a namespace gets defaultNamespace, the release's
 // namespace; a cluster-scoped object gets none, whatever the manifest says.
@@ -61,65 +66,79 @@ type manifestDoc struct {
 //
 // It fails on a document that is not YAML or lacks apiVersion, kind or name,
 // naming the template it came from.
-func ObjectsFromManifest(manifest, defaultNamespace string, mapper meta.RESTMapper) ([]ObjectRef, error) {
+func DecodeManifest(manifest, defaultNamespace string, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
-	var refs []ObjectRef
+	var out []*unstructured.Unstructured
 	for n := 1; ; n++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return refs, nil
+			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading document %d of the manifest: %w", n, err)
 		}
-		var doc manifestDoc
+		var doc map[string]any
 		if err := yaml.Unmarshal(raw, &doc); err != nil {
 			return nil, fmt.Errorf("%s: %w", docName(raw, n), err)
 		}
-		found, err := docRefs(doc, defaultNamespace, mapper)
+		found, err := docObjects(doc, defaultNamespace, mapper)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", docName(raw, n), err)
 		}
-		refs = append(refs, found...)
+		out = append(out, found...)
 	}
 }
 
-// docRefs returns the objects of one document: none for an empty one, its
-// items for a List, else the object itself.
-func docRefs(doc manifestDoc, defaultNamespace string, mapper meta.RESTMapper) ([]ObjectRef, error) {
-	if doc.APIVersion == "" && doc.Kind == "" && doc.Metadata.Name == "" {
+// docObjects returns the objects of one document: none for an empty one,
+// its items for a List, else the object itself.
+func docObjects(doc map[string]any, defaultNamespace string, mapper meta.RESTMapper) ([]*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{Object: doc}
+	apiVersion, kind := field(doc, "apiVersion"), field(doc, "kind")
+	md, _ := doc["metadata"].(map[string]any)
+	name := field(md, "name")
+	if apiVersion == "" && kind == "" && name == "" {
 		return nil, nil
 	}
-	if doc.Kind == "" || doc.APIVersion == "" {
+	if kind == "" || apiVersion == "" {
 		return nil, errors.New("the object has no apiVersion or no kind")
 	}
-	if strings.HasSuffix(doc.Kind, "List") && len(doc.Items) > 0 && string(doc.Items) != "null" {
-		var items []manifestDoc
-		if err := json.Unmarshal(doc.Items, &items); err != nil {
-			return nil, fmt.Errorf("reading the items of %s: %w", doc.Kind, err)
+	if items, ok := doc["items"]; ok && items != nil && strings.HasSuffix(kind, "List") {
+		list, ok := items.([]any)
+		if !ok {
+			return nil, fmt.Errorf("reading the items of %s: not a list", kind)
 		}
-		var refs []ObjectRef
-		for _, item := range items {
-			found, err := docRefs(item, defaultNamespace, mapper)
+		var out []*unstructured.Unstructured
+		for i, item := range list {
+			m, ok := item.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("reading the items of %s: item %d is not an object", kind, i+1)
+			}
+			found, err := docObjects(m, defaultNamespace, mapper)
 			if err != nil {
 				return nil, err
 			}
-			refs = append(refs, found...)
+			out = append(out, found...)
 		}
-		return refs, nil
+		return out, nil
 	}
-	if doc.Metadata.Name == "" {
-		return nil, fmt.Errorf("the %s has no metadata.name", doc.Kind)
+	if name == "" {
+		return nil, fmt.Errorf("the %s has no metadata.name", kind)
 	}
-	ref := ObjectRef{APIVersion: doc.APIVersion, Kind: doc.Kind, Namespace: doc.Metadata.Namespace, Name: doc.Metadata.Name}
-	if namespaced(mapper, ref.GroupVersionKind()) {
-		if ref.Namespace == "" {
-			ref.Namespace = defaultNamespace
+	if namespaced(mapper, u.GroupVersionKind()) {
+		if u.GetNamespace() == "" {
+			u.SetNamespace(defaultNamespace)
 		}
 	} else {
-		ref.Namespace = ""
+		u.SetNamespace("")
 	}
-	return []ObjectRef{ref}, nil
+	return []*unstructured.Unstructured{u}, nil
+}
+
+// field is m's string field key; "" when m is nil, the field is missing or
+// not a string.
+func field(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
 }
 
 // namespaced tells whether objects of gvk live in a namespace; when mapper

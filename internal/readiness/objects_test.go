@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -127,5 +128,57 @@ func TestObjectRefString(t *testing.T) {
 	}
 	if s := (ObjectRef{Kind: "ClusterRole", Name: "r"}).String(); s != "ClusterRole r" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// DecodeManifest keeps each object whole, scoped as ObjectsFromManifest
+// names it.
+func TestDecodeManifest(t *testing.T) {
+	objs, err := DecodeManifest(manifest, "ns", testMapper())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 5 {
+		t.Fatalf("%d objects, want 5", len(objs))
+	}
+	if _, ok := objs[1].Object["metadata"].(map[string]any)["namespace"]; ok {
+		t.Errorf("the cluster-scoped ClusterRole kept a namespace: %v", objs[1].Object["metadata"])
+	}
+	dep := objs[2]
+	// Numbers are decoded as JSON's (float64), as release's re-apply always had them.
+	if r, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas"); r != float64(3) || dep.GetLabels()["app"] != "web" || dep.GetNamespace() != "other" {
+		t.Errorf("the Deployment was not decoded whole: %v", dep.Object)
+	}
+	if items, _, _ := unstructured.NestedSlice(objs[3].Object, "items"); len(items) != 2 {
+		t.Errorf("the Widget lost its own items field: %v", objs[3].Object)
+	}
+	if cm := objs[4]; cm.GetKind() != "ConfigMap" || cm.GetName() != "listed" || cm.GetNamespace() != "ns" {
+		t.Errorf("the List's item = %v", cm.Object)
+	}
+}
+
+// An object whose kind is not a List stays one object even when it has an
+// "items" field of objects: only a List kind is replaced by its items.
+// (release's own decoder, before it used this one, re-applied such items
+// as objects of their own.)
+func TestDecodeManifestItemsOfAnObjectThatIsNoList(t *testing.T) {
+	m := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: inner\n"
+	objs, err := DecodeManifest(m, "ns", testMapper())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].GetKind() != "Widget" || objs[0].GetName() != "w" {
+		t.Errorf("DecodeManifest = %v, want the one Widget w", objs)
+	}
+}
+
+func TestDecodeManifestListErrors(t *testing.T) {
+	for _, m := range []string{
+		"apiVersion: v1\nkind: ConfigMapList\nitems: 5\n",
+		"apiVersion: v1\nkind: List\nitems: [a]\n",
+	} {
+		if _, err := DecodeManifest(m, "ns", testMapper()); err == nil || !strings.Contains(err.Error(), "reading the items of") {
+			t.Errorf("DecodeManifest(%q) error = %v, want one about its items", m, err)
+		}
 	}
 }

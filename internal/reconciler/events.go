@@ -55,6 +55,45 @@ const maxDriftNames = 5
 // maxEventNote bounds an event's note; the API server refuses notes over 1 KiB.
 const maxEventNote = 1000
 
+// stepEvents emits the events of a step of the pass as the step ends, so
+// that a user reads that a release was installed while its test hooks run,
+// not once they ended; out is the outcome before the pass, p the pass so
+// far. A failure that ends the pass has its event in failed.
+func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, out status.Outcome, step release.Step, p *release.Pass, redactor status.Redactor) {
+	switch step {
+	case release.StepClaimed:
+		if p.Adopted {
+			r.adoptedEvent(obj, p.Before)
+		}
+	case release.StepForeign:
+		r.foreignEvent(obj, p.Foreign, redactor)
+	case release.StepRan:
+		res := p.Result
+		if len(p.Warned) > 0 {
+			r.warningEvents(obj, res.Action, p.Warned, redactor)
+		}
+		r.supersededEvent(obj, p.RunErr)
+		r.driftEvent(obj, obj.GetName(), res.Drifted)
+		r.crdsEvent(obj, res.Action, res.CRDsApplied)
+		if res.Unlocked != nil {
+			r.unlockedEvent(obj, res.Unlocked)
+		}
+		if res.Succeeded {
+			record(&out, p, redactor)
+			r.successEvent(obj, out)
+		}
+	case release.StepTested:
+		switch {
+		case p.Test == nil:
+		case p.TestSuperseded != nil:
+			// Not a verdict on the chart: the newer generation runs next.
+			r.supersededEvent(obj, p.TestSuperseded)
+		default:
+			r.testEvent(obj, *p.Test, redactor.RedactMessage(p.TestFailure))
+		}
+	}
+}
+
 // event emits the Warning event of a failure.
 func (r *Reconciler) event(obj *unstructured.Unstructured, f *status.Failure) {
 	reason := map[string]string{

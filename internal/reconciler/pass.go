@@ -14,8 +14,8 @@ import (
 
 // pass makes the one pass over obj's release (release.Reconcile): the
 // release package runs it, in its order; this reconciler takes part only
-// where the user must see something while it runs (the progress status) and
-// where the kind's rollout answers.
+// where the user must see something while it runs (the progress status, the
+// events of each step as it ends) and where the kind's rollout answers.
 func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) *release.Pass {
 	req := release.PassRequest{
 		NewRunner:      func() (*release.Runner, error) { return r.runner(ctx, obj, prev) },
@@ -40,6 +40,9 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 				return func() []readiness.Warning { return r.opts.Warnings.Take(obj.GetUID()) }
 			},
 			Fresh: dependents.ReadFresh,
+			Step: func(step release.Step, p *release.Pass) {
+				r.stepEvents(obj, *out, step, p, redactor)
+			},
 		},
 	}
 	if r.rollout != nil {
@@ -67,38 +70,13 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 	}
 }
 
-// outcome turns the pass into the reconcile's outcome (out), its events and
-// when to reconcile again: it judges the readiness of the deployed
-// revision's objects, and on a failure returns its backoff (see failed).
+// outcome turns the pass into the reconcile's outcome (out) and when to
+// reconcile again: it judges the readiness of the deployed revision's
+// objects, and on a failure emits its event and returns its backoff (see
+// failed). The events of the pass's steps were emitted as each ended
+// (stepEvents).
 func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, p *release.Pass, redactor status.Redactor, seen trigger) ctrl.Result {
 	record(out, p, redactor)
-	if p.Adopted {
-		r.adoptedEvent(obj, p.Before)
-	}
-	r.foreignEvent(obj, p.Foreign, redactor)
-	if p.Ran {
-		res := p.Result
-		if len(p.Warned) > 0 {
-			r.warningEvents(obj, res.Action, p.Warned, redactor)
-		}
-		r.supersededEvent(obj, p.RunErr)
-		r.driftEvent(obj, obj.GetName(), res.Drifted)
-		r.crdsEvent(obj, res.Action, res.CRDsApplied)
-		if res.Unlocked != nil {
-			r.unlockedEvent(obj, res.Unlocked)
-		}
-		if res.Succeeded {
-			r.successEvent(obj, *out)
-		}
-	}
-	if p.Test != nil {
-		if p.TestSuperseded != nil {
-			// Not a verdict on the chart: the newer generation runs next.
-			r.supersededEvent(obj, p.TestSuperseded)
-		} else {
-			r.testEvent(obj, *p.Test, out.TestFailure)
-		}
-	}
 	if p.Wrote() {
 		// This reconcile wrote the objects (or may have): judge what the
 		// server holds now, which the cache may not hold yet.

@@ -1,16 +1,12 @@
 package reconciler_test
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/helmapp/helm-app-operator/internal/metrics"
@@ -31,12 +27,7 @@ func TestNewGenerationPreemptsAHungTestRun(t *testing.T) {
 	e := newEnvWatching(t, testedWatches(t, "timeout: 10m, test: {enable: true}"))
 	seen := e.recordStatuses(bulkyGVK, "t")
 	cr := e.create(bulkyGVK, "t", map[string]any{"hang": true})
-	tu.Eventually(t, time.Minute, "the test run to wait on the test Pod t-test-hang", func() (bool, string) {
-		err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "t-test-hang"}, &corev1.Pod{})
-		u := e.get(bulkyGVK, "t")
-		c := tu.Condition(u, status.TypeTestSuccess)
-		return err == nil && c != nil && c.Reason == status.ReasonAwaitingTests, fmt.Sprintf("pod: %v; %s", err, tu.Describe(u))
-	})
+	e.waitHungTestRun("t")
 
 	e.patchSpec(bulkyGVK, "t", map[string]any{"hang": false})
 	u := e.waitSoon(bulkyGVK, "t", "generation 2 upgraded and tested", func(u *unstructured.Unstructured) bool {

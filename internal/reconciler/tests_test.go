@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,6 +52,21 @@ func (e *env) refuseTests() func() {
 			return err == nil, "dry run still gives " + errString(err)
 		})
 	}
+}
+
+// waitHungTestRun waits until the test run of the Bulky name (the tested
+// chart with hang: true) waits on its test Pod name-test-hang, which never
+// completes (no kubelet runs it here), and the status says tests are
+// awaited.
+func (e *env) waitHungTestRun(name string) {
+	e.t.Helper()
+	pod := name + "-test-hang"
+	tu.Eventually(e.t, time.Minute, "the test run to wait on the test Pod "+pod, func() (bool, string) {
+		err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: pod}, &corev1.Pod{})
+		u := e.get(bulkyGVK, name)
+		c := tu.Condition(u, status.TypeTestSuccess)
+		return err == nil && c != nil && c.Reason == status.ReasonAwaitingTests, fmt.Sprintf("pod: %v; %s", err, tu.Describe(u))
+	})
 }
 
 func errString(err error) string {
@@ -168,5 +184,38 @@ func TestChartTestsOffByDefault(t *testing.T) {
 	err := e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "t-test-a"}, &corev1.ConfigMap{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("the test hook t-test-a ran with tests off: %v", err)
+	}
+}
+
+// The event of a step is emitted when the step happens: while the tests of
+// revision 1 wait on a test Pod that never completes, the InstallSucceeded
+// event is already there, not once the test run ended. Each step's event is
+// emitted once: after the new generation preempted the run and was
+// upgraded and tested, there is one InstallSucceeded, one UpgradeSucceeded
+// and one TestSucceeded event.
+func TestEventsComeWhenTheirStepHappens(t *testing.T) {
+	t.Parallel()
+	e := newEnvWatching(t, testedWatches(t, "timeout: 10m, test: {enable: true}"))
+	cr := e.create(bulkyGVK, "t", map[string]any{"hang": true})
+	e.waitHungTestRun("t")
+	ev := e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventInstallSucceeded)
+	if !strings.Contains(ev.Message, "revision 1") {
+		t.Errorf("InstallSucceeded event %q does not name revision 1", ev.Message)
+	}
+	if c := tu.Condition(e.get(bulkyGVK, "t"), status.TypeTestSuccess); c == nil || c.Reason != status.ReasonAwaitingTests {
+		t.Fatalf("the test run ended before the event was seen: TestSuccess %v", c)
+	}
+
+	e.patchSpec(bulkyGVK, "t", map[string]any{"hang": false})
+	e.waitSoon(bulkyGVK, "t", "generation 2 upgraded and tested", func(u *unstructured.Unstructured) bool {
+		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		return og == 2 && tu.ConditionIs(u, status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful) &&
+			tu.ConditionIs(u, status.TypeTestSuccess, metav1.ConditionTrue, status.ReasonTestSucceeded)
+	})
+	e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventTestSucceeded)
+	for _, reason := range []string{reconciler.EventInstallSucceeded, reconciler.EventUpgradeSucceeded, reconciler.EventTestSucceeded} {
+		if n := e.countEvents(cr, reason); n != 1 {
+			t.Errorf("%d %s events, want 1", n, reason)
+		}
 	}
 }

@@ -1,69 +1,32 @@
 package release
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
+
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 )
 
-// manifestObjects decodes the objects of a release manifest, in its order,
-// with the items of List kinds in their place. A namespaced object without a
-// namespace gets ns, the release's; a kind the client cannot map is taken as
-// namespaced.
+// manifestObjects decodes the objects of a release manifest
+// (readiness.DecodeManifest, with the mapper of c), a Secret's stringData
+// moved into its data as the API server stores it.
 func manifestObjects(manifest, ns string, c client.Client) ([]*unstructured.Unstructured, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
-	var out []*unstructured.Unstructured
-	for n := 1; ; n++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading document %d of the manifest: %w", n, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-			return nil, fmt.Errorf("decoding document %d of the manifest: %w", n, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		items := []*unstructured.Unstructured{u}
-		if u.IsList() {
-			list, err := u.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("decoding the items of document %d of the manifest: %w", n, err)
-			}
-			items = items[:0]
-			for i := range list.Items {
-				items = append(items, &list.Items[i])
-			}
-		}
-		for _, item := range items {
-			if namespaced, err := c.IsObjectNamespaced(item); err != nil || namespaced {
-				if item.GetNamespace() == "" {
-					item.SetNamespace(ns)
-				}
-			} else {
-				item.SetNamespace("")
-			}
-			normalizeSecret(item)
-			out = append(out, item)
-		}
+	objs, err := readiness.DecodeManifest(manifest, ns, c.RESTMapper())
+	if err != nil {
+		return nil, err
 	}
+	for _, u := range objs {
+		normalizeSecret(u)
+	}
+	return objs, nil
 }
 
 // normalizeSecret moves a Secret's stringData into data, base64-encoded, as

@@ -16,7 +16,9 @@ import (
 // keeps Helm's history consistent: observe → claim → reshard → values →
 // foreign → decide → admit (the rollout's question) → run → test. The
 // reconciler builds the request, makes one call (Reconcile) and turns the
-// Pass it returns into the status, events and requeue.
+// Pass it returns into the status and requeue; it is told of each step as
+// the step ends (PassHooks.Step), so that the events of a step are emitted
+// when it happens, not once the pass, test hooks included, returned.
 
 // PassRequest is what one pass over a resource's release needs.
 type PassRequest struct {
@@ -69,7 +71,28 @@ type PassHooks struct {
 	// Fresh returns the context in which what the action wrote is read
 	// from the API server, not a cache (the test run's reads).
 	Fresh func(context.Context) context.Context
+	// Step is called once each step of the pass that did something a user
+	// is told of ended, with the pass so far (see Step).
+	Step func(step Step, p *Pass)
 }
+
+// Step is a step of the pass its caller is told of when it ends
+// (PassHooks.Step); each is told at most once per pass.
+type Step int
+
+const (
+	// StepClaimed: the release is the resource's own; Pass.Adopted says
+	// whether it became so in this pass.
+	StepClaimed Step = iota + 1
+	// StepForeign: Pass.Foreign is the revision someone else wrote that
+	// the pass is to undo (told only when there is one).
+	StepForeign
+	// StepRan: the plan ran; Pass.Result, RunErr and Warned say how.
+	StepRan
+	// StepTested: the chart's test hooks ran; Pass.Test, TestFailure and
+	// TestSuperseded say how.
+	StepTested
+)
 
 // Pass is everything one pass observed and did, up to the failure that
 // ended it (Err).
@@ -142,6 +165,7 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 		p.DeployedKnown, p.Deployed = true, nil
 		return err
 	}
+	p.step(req, StepClaimed)
 	// A resource relabelled into this shard: its revisions are relabelled
 	// in place, no new revision (docs/sharding.md).
 	if _, err := r.Reshard(before); err != nil {
@@ -155,6 +179,7 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	want := Desired{ValuesDigest: ValuesDigest(vals), ChartDigest: r.ChartDigest}
 	if f := r.Foreign(&before, want); f != nil && !f.Same {
 		p.Foreign = f
+		p.step(req, StepForeign)
 	}
 	plan, done := Decide(before, want), func() {}
 	if req.Hooks.Admit != nil && plan == PlanUpgrade && ChartChangeOnly(before, want) {
@@ -173,6 +198,7 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 		}
 	}
 	p.runPlan(ctx, r, req, plan, done, before, vals)
+	p.step(req, StepRan)
 	if p.RunErr != nil {
 		return p.RunErr
 	}
@@ -257,4 +283,12 @@ func (p *Pass) test(ctx context.Context, r *Runner, req PassRequest) {
 	end()
 	run.IgnoreFailures = req.Tests.IgnoreFailures
 	p.Test, p.TestFailure, p.TestSuperseded = &run, failure, superseded
+	p.step(req, StepTested)
+}
+
+// step tells the caller that step ended.
+func (p *Pass) step(req PassRequest, step Step) {
+	if req.Hooks.Step != nil {
+		req.Hooks.Step(step, p)
+	}
 }

@@ -27,18 +27,7 @@ func TestImageDigestsLeaveNoTag(t *testing.T) {
 		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		// The short name of the echo image is the same image.
 		ImageDigests: map[string]string{managerImage: digestOf("a"), nginxImage: digestOf("b"), "hashicorp/http-echo:1.0.0": digestOf("c")}}
-	files, err := Generate(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := files.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	csv, err := ReadCSV(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files, dir, csv := generated(t, opts)
 	var images []string
 	images = append(images, csv.Annotations["containerImage"])
 	env := map[string]string{}

@@ -104,17 +104,24 @@ func TestLeaseRuleNamesTheLeaderElectionID(t *testing.T) {
 // reads its ClusterServiceVersion back.
 func generatedCSV(t *testing.T, opts Options) *v1alpha1.ClusterServiceVersion {
 	t.Helper()
+	_, _, csv := generated(t, opts)
+	return csv
+}
+
+// generated generates the bundle of opts, writes it into a temporary
+// directory dir and reads its ClusterServiceVersion back.
+func generated(t *testing.T, opts Options) (files Files, dir string, csv *v1alpha1.ClusterServiceVersion) {
+	t.Helper()
 	files, err := Generate(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir = t.TempDir()
 	if err := files.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	csv, err := ReadCSV(dir)
-	if err != nil {
+	if csv, err = ReadCSV(dir); err != nil {
 		t.Fatal(err)
 	}
-	return csv
+	return files, dir, csv
 }

@@ -161,30 +161,15 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 	if err != nil {
 		return nil, err
 	}
-	labels := map[string]string{
-		LabelConfigs:     ConfigsDir,
-		LabelSource:      opts.SourceURL,
-		LabelRevision:    src.Revision,
-		LabelVersion:     opts.Version,
-		LabelLicenses:    opts.Licenses,
-		LabelCreated:     src.Time.Format("2006-01-02T15:04:05Z"),
-		LabelTitle:       "helm-app-operator-catalog",
-		LabelDescription: "The file-based catalog of helm-app-operator, served by opm " + version + ".",
-	}
+	labels := origin{src: src, version: opts.Version, sourceURL: opts.SourceURL, licenses: opts.Licenses}.labels("helm-app-operator-catalog",
+		"The file-based catalog of helm-app-operator, served by opm "+version+".")
+	labels[LabelConfigs] = ConfigsDir
 	// opm writes a default /etc/nsswitch.conf when there is none (and warns
 	// when it cannot).
 	base := baseFiles(img.File{Path: "/etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")})
-	var images []v1.Image
-	for _, p := range opts.Platforms {
-		bin, err := OPM(ctx, opts.Root, p, opts.Go)
-		if err != nil {
-			return nil, err
-		}
-		opm, err := os.ReadFile(bin)
-		if err != nil {
-			return nil, err
-		}
-		im, err := img.Build(img.Spec{
+	binary := func(p v1.Platform) (string, error) { return OPM(ctx, opts.Root, p, opts.Go) }
+	return perPlatform("catalog", opts.Platforms, binary, func(p v1.Platform, opm []byte) img.Spec {
+		return img.Spec{
 			Platform: p,
 			Created:  src.Time,
 			Layers: []img.LayerSpec{
@@ -199,11 +184,6 @@ func BuildCatalogImage(ctx context.Context, opts CatalogOptions, configs string)
 			WorkingDir: "/",
 			Env:        []string{"HOME=" + HomeDir},
 			Labels:     labels,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("catalog image for %s: %w", p, err)
 		}
-		images = append(images, im)
-	}
-	return img.Index(images)
+	})
 }

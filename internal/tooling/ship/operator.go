@@ -75,34 +75,22 @@ func BuildOperator(ctx context.Context, opts OperatorOptions) (v1.ImageIndex, er
 	if err != nil {
 		return nil, err
 	}
-	labels := map[string]string{
-		LabelSource:      opts.SourceURL,
-		LabelRevision:    src.Revision,
-		LabelVersion:     opts.Version,
-		LabelLicenses:    opts.Licenses,
-		LabelCreated:     src.Time.Format("2006-01-02T15:04:05Z"),
-		LabelTitle:       "helm-app-operator",
-		LabelDescription: "Turns custom resources into Helm releases and reports the truth about them in their status.",
-	}
+	labels := origin{src: src, version: opts.Version, sourceURL: opts.SourceURL, licenses: opts.Licenses}.labels("helm-app-operator",
+		"Turns custom resources into Helm releases and reports the truth about them in their status.")
 	base := baseFiles()
 	app := append([]img.File{
 		img.Dir(WorkDir, 0o755, 0, 0),
 		{Path: WorkDir + "/watches.yaml", Mode: 0o644, Data: watches},
 	}, charts...)
 
-	var images []v1.Image
-	for _, p := range opts.Platforms {
-		bin, ok := opts.StandIns[p.String()]
-		if !ok {
-			if bin, err = buildManager(ctx, opts, p); err != nil {
-				return nil, err
-			}
+	binary := func(p v1.Platform) (string, error) {
+		if bin, ok := opts.StandIns[p.String()]; ok {
+			return bin, nil
 		}
-		manager, err := os.ReadFile(bin)
-		if err != nil {
-			return nil, err
-		}
-		im, err := img.Build(img.Spec{
+		return buildManager(ctx, opts, p)
+	}
+	return perPlatform("operator", opts.Platforms, binary, func(p v1.Platform, manager []byte) img.Spec {
+		return img.Spec{
 			Platform: p,
 			Created:  src.Time,
 			Layers: []img.LayerSpec{
@@ -115,13 +103,8 @@ func BuildOperator(ctx context.Context, opts OperatorOptions) (v1.ImageIndex, er
 			WorkingDir: WorkDir,
 			Env:        []string{"HOME=" + HomeDir, "TMPDIR=/tmp"},
 			Labels:     labels,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("operator image for %s: %w", p, err)
 		}
-		images = append(images, im)
-	}
-	return img.Index(images)
+	})
 }
 
 // buildManager cross-compiles the manager for p into BinDir and returns
@@ -163,4 +146,48 @@ func baseFiles(extra ...img.File) []img.File {
 		img.Dir(HomeDir, 0o775, UID, 0),
 		img.Dir("/tmp", 0o777|os.ModeSticky, 0, 0))
 	return append(files, extra...)
+}
+
+// perPlatform builds one image a platform, the image spec makes around the
+// binary at binary(p) (read whole), and returns their index; what names the
+// image in errors.
+func perPlatform(what string, platforms []v1.Platform, binary func(v1.Platform) (string, error), spec func(p v1.Platform, bin []byte) img.Spec) (v1.ImageIndex, error) {
+	var images []v1.Image
+	for _, p := range platforms {
+		path, err := binary(p)
+		if err != nil {
+			return nil, err
+		}
+		bin, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		im, err := img.Build(spec(p, bin))
+		if err != nil {
+			return nil, fmt.Errorf("%s image for %s: %w", what, p, err)
+		}
+		images = append(images, im)
+	}
+	return img.Index(images)
+}
+
+// origin is where an image comes from: the source it is built from and
+// what the Makefile says of it.
+type origin struct {
+	src                          Source
+	version, sourceURL, licenses string
+}
+
+// labels are the OCI labels of an image of origin o, with its title and
+// description.
+func (o origin) labels(title, description string) map[string]string {
+	return map[string]string{
+		LabelSource:      o.sourceURL,
+		LabelRevision:    o.src.Revision,
+		LabelVersion:     o.version,
+		LabelLicenses:    o.licenses,
+		LabelCreated:     o.src.Time.Format("2006-01-02T15:04:05Z"),
+		LabelTitle:       title,
+		LabelDescription: description,
+	}
 }

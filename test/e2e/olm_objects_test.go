@@ -1,0 +1,158 @@
+//go:build e2e
+
+// The OLM objects of TestInstalledByOLM: the ClusterCatalog and the
+// ClusterExtension, and waiting on what OLM makes of them.
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func catalogManifest(ref string) string {
+	return fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterCatalog
+metadata:
+  name: %s
+  labels:
+    %s: %s
+spec:
+  source:
+    type: Image
+    image:
+      ref: %s
+`, olmCatalogName, olmCatalogNameLabel, olmCatalogName, ref)
+}
+
+func extensionManifest() string {
+	return fmt.Sprintf(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterExtension
+metadata:
+  name: %s
+spec:
+  namespace: %s
+  source:
+    sourceType: Catalog
+    catalog:
+      packageName: %s
+      channels: [candidate]
+`, olmExtensionName, olmInstallNamespace, olmPackage)
+}
+
+func (o *olmRun) applyYAML(name, manifest string) {
+	o.t.Helper()
+	p := filepath.Join(o.dir, name+".yaml")
+	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+	o.kubectl("apply", "-f", p)
+}
+
+func (o *olmRun) applyEcho(e *env, name, message string) {
+	o.t.Helper()
+	e.apply("echo-"+name, fmt.Sprintf("apiVersion: web.helmapp.io/v1alpha1\nkind: Echo\nmetadata:\n  name: %s\nspec:\n  message: %s\n", name, message))
+}
+
+// eventually polls check until it returns true, failing after olmDeadline
+// with the last observation, or at once if an OLM process exited.
+func (o *olmRun) eventually(what string, check func(ctx context.Context) (bool, string)) {
+	o.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), olmDeadline)
+	defer cancel()
+	last := ""
+	for {
+		if err := o.exited(); err != nil {
+			o.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		ok, obs := check(ctx)
+		if ok {
+			return
+		}
+		last = obs
+		select {
+		case <-ctx.Done():
+			o.t.Fatalf("waiting for %s: not within %s; last seen: %s\nOLM logs in %s", what, olmDeadline, last, o.dir)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// conditions of an OLM object, one per line.
+func conditionsOf(u *unstructured.Unstructured) (map[string]string, string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	got := map[string]string{}
+	var b strings.Builder
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		typ, _ := m["type"].(string)
+		st, _ := m["status"].(string)
+		got[typ] = st
+		fmt.Fprintf(&b, "\n  %s=%s %v: %v", typ, st, m["reason"], m["message"])
+	}
+	return got, b.String()
+}
+
+func (o *olmRun) waitCondition(gvr schema.GroupVersionResource, name, typ, status string) {
+	o.t.Helper()
+	o.eventually(fmt.Sprintf("%s/%s %s=%s", gvr.Resource, name, typ, status), func(ctx context.Context) (bool, string) {
+		u, err := suite.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got, s := conditionsOf(u)
+		return got[typ] == status, s
+	})
+}
+
+// waitInstalled waits until the ClusterExtension has Installed=True with the
+// bundle of version installed, and returns that bundle's name.
+func (o *olmRun) waitInstalled(version string) string {
+	o.t.Helper()
+	var installed string
+	o.eventually("clusterextension/"+olmExtensionName+" Installed=True at "+version, func(ctx context.Context) (bool, string) {
+		u, err := suite.dyn.Resource(clusterExtensionGVR).Get(ctx, olmExtensionName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got, s := conditionsOf(u)
+		name, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "name")
+		v, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "version")
+		installed = name + " " + v
+		return got["Installed"] == "True" && v == version, "installed " + installed + s
+	})
+	return installed
+}
+
+// operatorDeployment is the operator's Deployment OLM created, checked to
+// run the operator image by the digest the bundle pinned.
+func (o *olmRun) operatorDeployment(operatorDigest string) *appsv1.Deployment {
+	o.t.Helper()
+	var dep *appsv1.Deployment
+	o.eventually("the operator's Deployment running "+operatorDigest, func(ctx context.Context) (bool, string) {
+		list, err := suite.kube.AppsV1().Deployments(olmInstallNamespace).List(ctx, metav1.ListOptions{LabelSelector: olmOwnerNameLabel + "=" + olmExtensionName})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d Deployments owned by the ClusterExtension", len(list.Items))
+		}
+		dep = &list.Items[0]
+		var images []string
+		for _, c := range dep.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+		return slices.Contains(images, operatorDigest), "images " + strings.Join(images, ", ")
+	})
+	return dep
+}
