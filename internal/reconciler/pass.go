@@ -70,7 +70,7 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 // outcome turns the pass into the reconcile's outcome (out), its events and
 // when to reconcile again: it judges the readiness of the deployed
 // revision's objects, and on a failure returns its backoff (see failed).
-func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, p *release.Pass, redactor status.Redactor, seen trigger) ctrl.Result {
+func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, p *release.Pass, redactor status.Redactor, inputs verdictInputs) ctrl.Result {
 	record(out, p, redactor)
 	if p.Adopted {
 		r.adoptedEvent(obj, p.Before)
@@ -117,8 +117,8 @@ func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured
 		}
 	}
 	if err != nil {
-		return r.failed(ctx, obj, prev, out, err, redactor, seen)
+		return r.failed(ctx, obj, prev, out, err, redactor, inputs)
 	}
-	r.gate.release(obj.GetUID())
+	r.gate.clear(obj.GetUID())
 	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, *out)}
 }

@@ -108,7 +108,7 @@ func New(opts Options) (*Reconciler, error) {
 // path taken. A retryable failure is retried after a backoff that doubles
 // with each consecutive failure and is shown in the Reconciling condition,
 // at most MaxRetries times per generation; a stalled resource is not retried
-// until it changes. A paused resource is left as it is (see hold).
+// until it changes. A paused resource is left as it is (see heldBack).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.opts.GVK)
@@ -131,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// What this reconcile sees of what could change a held verdict, before
 	// it reads Helm's storage: a foreign change to the storage after this
 	// point wakes the next reconcile, even if this one then backs off.
-	seen := r.seen(obj)
+	inputs := r.inputsOf(obj)
 	prev := status.FromObject(obj)
 	if p, ok := r.gate.unwritten(obj.GetUID(), obj.GetGeneration()); ok {
 		// The last status this reconciler computed never reached the server:
@@ -182,32 +182,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		// Judged anew whatever the gate holds: removing or correcting the
 		// annotation is acted on at once.
-		r.gate.rejudged(obj.GetUID(), seen.annotations)
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
+		r.gate.holdWhileAnnotations(obj.GetUID(), inputs.annotations)
+		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
-	if held, after := r.hold(obj, prev, ann, seen, &out); held {
+	if held, after := r.heldBack(obj, prev, ann, inputs, &out); held {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		gone, err = r.delete(ctx, obj, &prev, &out)
 		if gone {
-			r.gate.release(obj.GetUID())
+			r.gate.clear(obj.GetUID())
 		}
 		if err == nil && out.DeletionPending != "" {
 			return ctrl.Result{RequeueAfter: deletionPoll}, nil
 		}
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
+		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
 
 	if err := r.ensureFinalizer(ctx, obj); err != nil {
 		err = &release.Error{Reason: status.ReasonErrorAddingFinalizer,
 			Summary: fmt.Sprintf("Adding the finalizer %s failed", Finalizer), Err: err}
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
+		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
 	out.Initialized = true
 
 	pass := r.pass(ctx, obj, prev, &out, redactor)
-	return r.outcome(ctx, obj, prev, &out, pass, redactor, seen), nil
+	return r.outcome(ctx, obj, prev, &out, pass, redactor, inputs), nil
 }
 
 // WatchDependents makes changes to the objects of the kind's releases, seen
@@ -243,7 +243,7 @@ func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.D
 // redacted from its message, logs it, emits its Warning event, and returns
 // when to try again: after the backoff of the consecutive failures, or never
 // when retrying cannot help until the resource changes.
-func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor, seen trigger) ctrl.Result {
+func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor, inputs verdictInputs) ctrl.Result {
 	if err == nil {
 		return ctrl.Result{}
 	}
@@ -264,7 +264,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	if status.OutOfRetries(prev, *out) {
 		// Held until the spec or the retry annotation changes, even before
 		// the status that says so reaches the cache.
-		r.gate.hold(obj.GetUID(), seen, time.Time{})
+		r.gate.holdUntil(obj.GetUID(), inputs, time.Time{})
 		log.Info("Retries exhausted: no more attempts until the spec changes or the retry annotation is set to a new value",
 			"failures", status.Failures(prev, *out), "error", out.Err.Message)
 		return ctrl.Result{}
@@ -273,23 +273,23 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	if d := release.RetryAfter(err); d > 0 {
 		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
 	}
-	r.gate.hold(obj.GetUID(), seen, out.Now.Add(out.RetryAfter))
+	r.gate.holdUntil(obj.GetUID(), inputs, out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
 }
 
-// hold tells whether this reconcile must run nothing, and when to look
+// heldBack tells whether this reconcile must run nothing, and when to look
 // again: while the resource is paused, while a failure of this generation
 // backs off, and once its retries are used up, until the spec changes or the
 // retry annotation gets a new value. Deletion is held by a pause too: the
 // release stays until the pause is lifted. It records in out what the held
 // status needs, and a new retry request, which starts a fresh budget.
-func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, seen trigger, out *status.Outcome) (bool, time.Duration) {
+func (r *Reconciler) heldBack(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, inputs verdictInputs, out *status.Outcome) (bool, time.Duration) {
 	out.Paused, out.Deleting = ann.Paused, !obj.GetDeletionTimestamp().IsZero()
 	if ann.Retry != "" && ann.Retry != prev.LastHandledRetry {
 		out.Retry = ann.Retry
 	}
-	held, after := r.gate.wait(obj.GetUID(), seen, out.Now.Time)
+	held, after := r.gate.wait(obj.GetUID(), inputs, out.Now.Time)
 	out.Held = ann.Paused || held || (out.Retry == "" && status.RetriesExhausted(prev, obj.GetGeneration()))
 	if ann.Paused {
 		after = 0 // removing the annotation wakes it up
