@@ -38,9 +38,15 @@ const statusRewriteDelay = time.Second
 
 // Reconciler reconciles the resources of one kind into Helm releases.
 type Reconciler struct {
-	opts        Options
-	chartDigest string
-	status      status.Writer
+	// kind is the watch's settings, svc the process' services, and shared
+	// what every release of the kind shares (release.Shared).
+	kind   Kind
+	svc    *Services
+	shared *release.Shared
+	status status.Writer
+	// tracker is svc's Tracker, or one of this reconciler's own when it
+	// watches the dependents without one (SetupWithManager).
+	tracker *dependents.Tracker
 	// dependents watches the kinds of the releases' objects through
 	// dependentCache; both nil when disabled.
 	dependents     *dependents.Watcher
@@ -59,46 +65,24 @@ type Reconciler struct {
 	causes *readiness.Causes
 }
 
-// New returns a Reconciler, or an error naming the missing option.
+// New returns the Reconciler of opts.Kind, or an error naming what is
+// missing or invalid.
 func New(opts Options) (*Reconciler, error) {
-	switch {
-	case opts.Client == nil:
-		return nil, errors.New("reconciler: Client is required")
-	case opts.GVK.Kind == "" || opts.GVK.Version == "":
-		return nil, errors.New("reconciler: GVK needs a version and a kind")
-	case opts.Chart == nil:
-		return nil, errors.New("reconciler: Chart is required")
-	case opts.ActionClientGetter == nil:
-		return nil, errors.New("reconciler: ActionClientGetter is required")
-	case opts.Recorder == nil:
-		return nil, errors.New("reconciler: Recorder is required")
-	case opts.Reader == nil || opts.RESTMapper == nil:
-		return nil, errors.New("reconciler: Reader and RESTMapper are required")
-	case opts.ReconcilePeriod < 0:
-		return nil, fmt.Errorf("reconciler: ReconcilePeriod %s is negative", opts.ReconcilePeriod)
-	case opts.MaxRetries < 0:
-		return nil, fmt.Errorf("reconciler: MaxRetries %d is negative", opts.MaxRetries)
+	if opts.Services == nil || opts.Services.release == nil {
+		return nil, errors.New("reconciler: Services are required, from NewServices")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if err := opts.Kind.check(); err != nil {
+		return nil, err
 	}
-	if opts.RetryBase <= 0 {
-		opts.RetryBase = time.Second
-	}
-	if opts.RetryMax <= 0 {
-		opts.RetryMax = 5 * time.Minute
-	}
-	if opts.Actions == nil {
-		opts.Actions = release.NewActions()
-	}
-	if opts.Tenure == nil {
-		opts.Tenure = release.NewTenure(opts.Now())
-	}
+	k, svc := opts.Kind, opts.Services
 	return &Reconciler{
-		opts:        opts,
-		chartDigest: release.ChartDigest(opts.Chart),
-		status:      status.Writer{Client: opts.Client},
-		causes:      readiness.NewCauses(),
+		kind: k,
+		svc:  svc,
+		shared: &release.Shared{Services: svc.release, Chart: k.Chart, ChartDigest: release.ChartDigest(k.Chart),
+			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout},
+		status:  status.Writer{Client: svc.Client},
+		tracker: svc.Tracker,
+		causes:  readiness.NewCauses(),
 	}, nil
 }
 
@@ -111,11 +95,11 @@ func New(opts Options) (*Reconciler, error) {
 // until it changes. A paused resource is left as it is (see heldBack).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(r.opts.GVK)
+	obj.SetGroupVersionKind(r.kind.GVK)
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.versions.set(req.NamespacedName, "")
-			r.opts.Memo.Forget(req.Namespace, req.Name)
+			r.svc.Memo.Forget(req.Namespace, req.Name)
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
 			r.report(obj, status.Status{}, status.Outcome{}, true)
@@ -124,10 +108,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// Events of the release's objects that arrive meanwhile are held, and
 	// start another reconcile only if this one did not read what they carry.
-	r.opts.Tracker.Begin(r.opts.GVK.GroupKind(), req)
-	defer r.opts.Tracker.End(r.opts.GVK.GroupKind(), req)
+	r.tracker.Begin(r.kind.GVK.GroupKind(), req)
+	defer r.tracker.End(r.kind.GVK.GroupKind(), req)
 
-	now := r.opts.Now()
+	now := r.svc.Now()
 	// What this reconcile sees of what could change a held verdict, before
 	// it reads Helm's storage: a foreign change to the storage after this
 	// point wakes the next reconcile, even if this one then backs off.
@@ -139,15 +123,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		prev = p
 	}
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
-		ReadinessTimeout: r.opts.ReadinessTimeout, MaxRetries: r.opts.MaxRetries, TestsEnabled: r.opts.Tests.Enable}
+		ReadinessTimeout: r.kind.ReadinessTimeout, MaxRetries: r.kind.MaxRetries, TestsEnabled: r.kind.Tests.Enable}
 	gone := false
 	defer func() {
 		if gone {
 			r.versions.set(req.NamespacedName, "")
-			r.opts.Memo.Forget(req.Namespace, req.Name)
+			r.svc.Memo.Forget(req.Namespace, req.Name)
 			r.gate.forget(obj.GetUID())
 			r.foreign.forget(obj.GetUID())
-			r.opts.Warnings.Forget(obj.GetUID())
+			r.svc.Warnings.Forget(obj.GetUID())
 			r.report(obj, status.Status{}, out, true)
 			return
 		}
@@ -221,17 +205,17 @@ func (r *Reconciler) WatchDependents(c cache.Cache) { r.dependentCache = c }
 // when the causes of the objects not ready are due to be looked up again
 // (their pods and events are not watched).
 func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.Duration {
-	after := r.opts.ReconcilePeriod
+	after := r.kind.ReconcilePeriod
 	if out.Readiness == nil || out.Readiness.AllReady {
 		return after
 	}
 	if at := out.Readiness.RecheckAt; !at.IsZero() {
-		if until := max(at.Sub(r.opts.Now()), 100*time.Millisecond); after == 0 || until < after {
+		if until := max(at.Sub(r.svc.Now()), 100*time.Millisecond); after == 0 || until < after {
 			after = until
 		}
 	}
 	next := status.Compute(prev, out)
-	if d := status.ReadinessDeadline(next, r.opts.ReadinessTimeout); !d.IsZero() {
+	if d := status.ReadinessDeadline(next, r.kind.ReadinessTimeout); !d.IsZero() {
 		if until := d.Sub(out.Now.Time) + time.Second; until > 0 && (after == 0 || until < after) {
 			after = until
 		}
@@ -315,11 +299,11 @@ func (r *Reconciler) retryAfter(obj *unstructured.Unstructured, prev status.Stat
 
 // backoff is the delay before retrying the n-th consecutive failure.
 func (r *Reconciler) backoff(n int64) time.Duration {
-	d := r.opts.RetryBase
-	for i := int64(1); i < n && d < r.opts.RetryMax; i++ {
+	d := r.svc.RetryBase
+	for i := int64(1); i < n && d < r.svc.RetryMax; i++ {
 		d *= 2
 	}
-	return min(d, r.opts.RetryMax)
+	return min(d, r.svc.RetryMax)
 }
 
 // redactor hides the resource's spec values and the watch's override values
@@ -327,11 +311,11 @@ func (r *Reconciler) backoff(n int64) time.Duration {
 func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	vals := map[string]any{"spec": spec}
-	for k, v := range r.opts.OverrideValues {
+	for k, v := range r.kind.OverrideValues {
 		vals["override:"+k] = v
 	}
 	keep := []string{obj.GetName(), obj.GetNamespace()}
-	if md := r.opts.Chart.Metadata; md != nil {
+	if md := r.kind.Chart.Metadata; md != nil {
 		keep = append(keep, md.Name, md.Version, md.AppVersion)
 	}
 	return status.NewRedactor(vals, keep...)
@@ -343,7 +327,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	if st.Deployed == nil {
 		return nil
 	}
-	refs, err := readiness.ObjectsFromManifest(st.Deployed.Manifest, obj.GetNamespace(), r.opts.RESTMapper)
+	refs, err := readiness.ObjectsFromManifest(st.Deployed.Manifest, obj.GetNamespace(), r.svc.RESTMapper)
 	if err != nil {
 		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionReconcile,
 			Summary: fmt.Sprintf("Reading the objects of release %s revision %d failed", st.Deployed.Name, st.Deployed.Version), Err: err}
@@ -356,10 +340,10 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The cluster's words in the causes are redacted of the resource's values.
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
-	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage,
-		Warnings: r.opts.Warnings, Owner: obj.GetUID()}
+	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redact: r.redactor(obj).RedactMessage,
+		Warnings: r.svc.Warnings, Owner: obj.GetUID()}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
-	r.opts.Warnings.Retain(obj.GetUID(), refs)
+	r.svc.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{
 		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
 		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,

@@ -77,13 +77,13 @@ func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec cli
 	if deleted {
 		st = ""
 	}
-	own := r.opts.Writes.Own(rec.GetNamespace(), rec.GetName(), rec.GetResourceVersion(), st)
+	own := r.svc.Writes.Own(rec.GetNamespace(), rec.GetName(), rec.GetResourceVersion(), st)
 	if own && !deleted {
 		return
 	}
 	key := types.NamespacedName{Namespace: rec.GetNamespace(), Name: l["name"]}
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(r.opts.GVK)
+	u.SetGroupVersionKind(r.kind.GVK)
 	if c.Get(ctx, key, u) != nil || !u.GetDeletionTimestamp().IsZero() {
 		return
 	}
