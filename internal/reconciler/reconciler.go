@@ -125,37 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
 		ReadinessTimeout: r.kind.ReadinessTimeout, MaxRetries: r.kind.MaxRetries, TestsEnabled: r.kind.Tests.Enable}
 	gone := false
-	defer func() {
-		if gone {
-			r.versions.set(req.NamespacedName, "")
-			r.svc.Memo.Forget(req.Namespace, req.Name)
-			r.gate.forget(obj.GetUID())
-			r.foreign.forget(obj.GetUID())
-			r.svc.Warnings.Forget(obj.GetUID())
-			r.report(obj, status.Status{}, out, true)
-			return
-		}
-		// obj holds what the server returned for this reconcile's writes.
-		defer func() { r.versions.set(req.NamespacedName, obj.GetResourceVersion()) }()
-		next := status.Compute(prev, out)
-		defer func() { r.report(obj, next, out, false) }()
-		// Written even when the operator is stopping (ctx cancelled), so that
-		// the status says how a cancelled Helm action ended.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
-		defer cancel()
-		err := r.status.Write(wctx, obj, next)
-		if err != nil && !apierrors.IsNotFound(err) {
-			// Written again soon, whatever the backoff holds back: the status
-			// on the server may say something no longer true (see gate).
-			r.gate.keepUnwritten(obj.GetUID(), obj.GetGeneration(), next)
-			ctrl.LoggerFrom(ctx).Error(err, "Writing the status failed; writing it again soon", "after", statusRewriteDelay.String())
-			if res.RequeueAfter == 0 || res.RequeueAfter > statusRewriteDelay {
-				res.RequeueAfter = statusRewriteDelay
-			}
-			return
-		}
-		r.gate.forgetUnwritten(obj.GetUID())
-	}()
+	defer func() { r.finish(ctx, req, obj, prev, out, gone, &res) }()
 
 	redactor := r.redactor(obj)
 	if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
@@ -192,6 +162,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	pass := r.pass(ctx, obj, prev, &out, redactor)
 	return r.outcome(ctx, obj, prev, &out, pass, redactor, inputs), nil
+}
+
+// finish ends the reconcile of obj (req): a resource gone is forgotten;
+// any other gets the status computed from prev and out, written once, even
+// when the operator is stopping (ctx cancelled), so that the status says how
+// a cancelled Helm action ended. A status that could not be written is
+// written again soon (res), whatever the backoff holds back.
+func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, obj *unstructured.Unstructured, prev status.Status, out status.Outcome, gone bool, res *ctrl.Result) {
+	if gone {
+		r.versions.set(req.NamespacedName, "")
+		r.svc.Memo.Forget(req.Namespace, req.Name)
+		r.gate.forget(obj.GetUID())
+		r.foreign.forget(obj.GetUID())
+		r.svc.Warnings.Forget(obj.GetUID())
+		r.report(obj, status.Status{}, out, true)
+		return
+	}
+	// obj holds what the server returned for this reconcile's writes.
+	defer func() { r.versions.set(req.NamespacedName, obj.GetResourceVersion()) }()
+	next := status.Compute(prev, out)
+	defer func() { r.report(obj, next, out, false) }()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+	defer cancel()
+	err := r.status.Write(wctx, obj, next)
+	if err != nil && !apierrors.IsNotFound(err) {
+		// The status on the server may say something no longer true (see gate).
+		r.gate.keepUnwritten(obj.GetUID(), obj.GetGeneration(), next)
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the status failed; writing it again soon", "after", statusRewriteDelay.String())
+		if res.RequeueAfter == 0 || res.RequeueAfter > statusRewriteDelay {
+			res.RequeueAfter = statusRewriteDelay
+		}
+		return
+	}
+	r.gate.forgetUnwritten(obj.GetUID())
 }
 
 // WatchDependents makes changes to the objects of the kind's releases, seen
