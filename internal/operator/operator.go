@@ -281,21 +281,11 @@ func newManager(restConfig *rest.Config, c Config, sh shard) (ctrl.Manager, map[
 // the operator's own storage writes, the memo of settled revisions), the
 // clients and readers, the metrics and the permission reviews.
 type services struct {
-	shard     shard
-	getter    helmclient.ActionClientGetter
-	actions   *release.Actions
-	tenure    *release.Tenure
-	writes    *release.Writes
-	memo      *release.Memo
-	reporter  *metrics.Recorder
-	client    client.Client
-	resources client.Client
-	reader    client.Reader
-	tracker   *dependents.Tracker
-	depCache  cache.Cache
-	access    *accessReviewer
-	ids       *identities
-	warned    *readiness.Warnings
+	// shared is what the reconcilers get (reconciler.NewServices).
+	shared *reconciler.Services
+	// depCache is the cache of the releases' objects, nil when no watch
+	// watches them.
+	depCache cache.Cache
 }
 
 // newServices builds the services of mgr for the watches ws.
@@ -376,9 +366,18 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if c.WrapActionClientGetter != nil {
 		getter = c.WrapActionClientGetter(getter)
 	}
-	return &services{shard: sh, getter: getter, actions: actions, tenure: tenure, writes: writes, memo: memo,
-		reporter: rec, client: cl, resources: resources, reader: reader, tracker: tracker, depCache: depCache,
-		access: access, ids: ids, warned: warned}, nil
+	shared, err := reconciler.NewServices(reconciler.Services{
+		Client: cl, Cache: resources, Reader: reader, RESTMapper: mgr.GetRESTMapper(),
+		Recorder: mgr.GetEventRecorder("helm-app-operator"), Tracker: tracker, Warnings: warned,
+		ActionClientGetter: getter, ShardKeys: sh.keys, Shard: sh.selector,
+		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
+		Records: mgr.GetCache(), Memo: memo, RetryBase: c.RetryBase, RetryMax: c.RetryMax,
+		Reporter: rec, Access: access, Writers: ids.writer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &services{shared: shared, depCache: depCache}, nil
 }
 
 // newClients returns the clients every reconciler shares: cl writes (and
@@ -417,45 +416,7 @@ func newClients(mgr ctrl.Manager, c Config, depCache cache.Cache) (cl, resources
 
 // addReconciler adds the reconciler of the watch w to mgr.
 func addReconciler(mgr ctrl.Manager, c Config, w watches.Watch, svc *services) error {
-	r, err := reconciler.New(reconciler.Options{
-		Client:             svc.client,
-		GVK:                w.GroupVersionKind,
-		Chart:              w.Chart,
-		OverrideValues:     w.OverrideValues,
-		ActionClientGetter: svc.getter,
-		Warnings:           svc.warned,
-		Recorder:           mgr.GetEventRecorder("helm-app-operator"),
-		ReconcilePeriod:    w.Period(c.ReconcilePeriod),
-		Reader:             svc.reader,
-		Cache:              svc.resources,
-		Tracker:            svc.tracker,
-		RESTMapper:         mgr.GetRESTMapper(),
-		ReadinessTimeout:   w.Readiness(c.ReadinessTimeout),
-		RetryBase:          c.RetryBase,
-		RetryMax:           c.RetryMax,
-		Remediation: release.Remediation{
-			RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
-			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
-		},
-		UninstallWait: w.UninstallWait,
-		CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
-		ShardKeys:     svc.shard.keys,
-		Shard:         svc.shard.selector,
-		Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
-		MaxRetries:    w.Retries(),
-		Timeout:       w.ActionTimeout(c.Timeout),
-		ShutdownGrace: c.ShutdownGrace,
-		Actions:       svc.actions,
-		Tenure:        svc.tenure,
-		Writes:        svc.writes,
-		Records:       mgr.GetCache(),
-		Memo:          svc.memo,
-		Reporter:      svc.reporter,
-		Rollout:       &w.Rollout,
-		Identity:      policyOf(w, c),
-		Access:        svc.access,
-		Writers:       svc.ids.writer,
-	})
+	r, err := reconciler.New(reconciler.Options{Kind: kindOf(w, c), Services: svc.shared})
 	if err != nil {
 		return err
 	}
@@ -466,6 +427,28 @@ func addReconciler(mgr ctrl.Manager, c Config, w watches.Watch, svc *services) e
 		return fmt.Errorf("setting up the controller of %s: %w", w.GroupVersionKind, err)
 	}
 	return nil
+}
+
+// kindOf is what the watch w says of its kind, with c's defaults.
+func kindOf(w watches.Watch, c Config) reconciler.Kind {
+	return reconciler.Kind{
+		GVK:              w.GroupVersionKind,
+		Chart:            w.Chart,
+		OverrideValues:   w.OverrideValues,
+		ReconcilePeriod:  w.Period(c.ReconcilePeriod),
+		ReadinessTimeout: w.Readiness(c.ReadinessTimeout),
+		Remediation: release.Remediation{
+			RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
+			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
+		},
+		UninstallWait: w.UninstallWait,
+		CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
+		Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
+		MaxRetries:    w.Retries(),
+		Timeout:       w.ActionTimeout(c.Timeout),
+		Rollout:       &w.Rollout,
+		Identity:      policyOf(w, c),
+	}
 }
 
 // dependentCache returns the one cache, restricted to the objects the operator

@@ -56,13 +56,13 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	var plan release.DeletePlan
 	var note string
 	if err == nil {
-		plan, note, err = runner.DecideDeletion(ctx, r.opts.Reader, !ann.UninstallOnDelete, status.Uninstalled(*prev))
+		plan, note, err = runner.DecideDeletion(ctx, r.svc.Reader, !ann.UninstallOnDelete, status.Uninstalled(*prev))
 	}
 	switch {
 	case err != nil:
 	case plan == release.DeleteNotOurs:
 		// Deleting a resource never uninstalls a release that is not its own.
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
+		r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
 		return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
 	case plan == release.DeleteKeep:
 		return r.keep(ctx, obj, runner)
@@ -70,7 +70,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		// The ServiceAccount to uninstall as is gone with its namespace. The
 		// API server may refuse the event in a namespace being deleted; the
 		// log keeps it.
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
+		r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventUninstallSkipped, "Delete", "%s", note)
 		ctrl.LoggerFrom(ctx).Info(note, "event", EventUninstallSkipped)
 		return r.removeFinalizer(ctx, obj, "Nothing was uninstalled")
 	case plan == release.DeleteGone:
@@ -83,7 +83,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	if err == nil {
 		out.Action = status.ActionUninstall
 		r.uninstallProgress(ctx, obj, *prev, runner.Name)
-		if r.opts.UninstallWait {
+		if r.kind.UninstallWait {
 			err = r.uninstallAndWait(ctx, obj, runner, out)
 		} else {
 			err = runner.Uninstall(false)
@@ -174,7 +174,7 @@ func (r *Reconciler) uninstallAndWait(ctx context.Context, obj *unstructured.Uns
 	if err != nil || st.Latest == nil {
 		return err
 	}
-	left, err := release.Lingering(ctx, r.opts.Reader, r.opts.RESTMapper, st.Latest, obj.GetNamespace())
+	left, err := release.Lingering(ctx, r.svc.Reader, r.svc.RESTMapper, st.Latest, obj.GetNamespace())
 	if err != nil {
 		return err
 	}
@@ -202,14 +202,14 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 	if runner.Identity.Impersonated() {
 		// A ServiceAccount that is gone writes nothing: the operator then
 		// tries as itself, and says so if it may not.
-		if sa, err := release.LookUpServiceAccount(ctx, r.opts.Reader, runner.Identity); err == nil && sa.Missing {
+		if sa, err := release.LookUpServiceAccount(ctx, r.svc.Reader, runner.Identity); err == nil && sa.Missing {
 			writer = nil
 		}
 	}
 	if writer == nil {
-		writer = r.opts.Client
+		writer = r.svc.Client
 	}
-	n, err := release.Disowner{Reader: r.opts.Reader, Mapper: r.opts.RESTMapper, Objects: writer, Storage: r.opts.Client}.
+	n, err := release.Disowner{Reader: r.svc.Reader, Mapper: r.svc.RESTMapper, Objects: writer, Storage: r.svc.Client}.
 		Disown(ctx, st, obj.GetNamespace(), obj.GetName(), obj.GetUID())
 	if err != nil {
 		return false, &release.Error{Reason: status.ReasonReconcileError,
@@ -220,6 +220,6 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 		note = fmt.Sprintf("Release %s was kept (%s: \"false\"): its history and its objects stay, %d of them released from the resource's ownership",
 			runner.Name, AnnotationUninstallOnDelete, n)
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseKept, "Delete", "%s", note)
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseKept, "Delete", "%s", note)
 	return r.removeFinalizer(ctx, obj, "The release was kept")
 }

@@ -108,7 +108,7 @@ func (r *Reconciler) event(obj *unstructured.Unstructured, f *status.Failure) {
 	case reason == "":
 		reason = EventReconcileFailed
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, f.Reason, "%s", status.Bound(f.Message, maxEventNote))
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, f.Reason, "%s", status.Bound(f.Message, maxEventNote))
 }
 
 // successEvent emits the Normal event of a Helm action that succeeded, even
@@ -132,13 +132,13 @@ func (r *Reconciler) successEvent(obj *unstructured.Unstructured, out status.Out
 	default:
 		return
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, out.Action, "%s", note)
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, out.Action, "%s", note)
 }
 
 // adoptedEvent says that the release of the resource's name, which carried no
 // owner, is now the resource's own.
 func (r *Reconciler) adoptedEvent(obj *unstructured.Unstructured, st release.State) {
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseAdopted, "Adopt",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventReleaseAdopted, "Adopt",
 		"Adopted release %s revision %d: it is now managed by this resource and uninstalled when it is deleted",
 		st.Latest.Name, st.Latest.Version)
 }
@@ -153,7 +153,7 @@ func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drif
 	if more := len(drifted) - maxDriftNames; more > 0 {
 		names += fmt.Sprintf(" and %d more", more)
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
 		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, names), maxEventNote))
 }
 
@@ -162,7 +162,7 @@ func (r *Reconciler) crdsEvent(obj *unstructured.Unstructured, action string, cr
 	if len(crds) == 0 {
 		return
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventCRDsApplied, action, "%s",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventCRDsApplied, action, "%s",
 		status.Bound(fmt.Sprintf("Applied %d CRDs of the chart: %s", len(crds), strings.Join(crds, ", ")), maxEventNote))
 }
 
@@ -188,13 +188,13 @@ func (r *Reconciler) warningEvents(obj *unstructured.Unstructured, action string
 			names += fmt.Sprintf(" and %d more", more)
 		}
 		note := redactor.RedactMessage(fmt.Sprintf("The API server warned on applying %s: %s", names, status.Foreign(text)))
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventAPIWarning, action, "%s", status.Bound(note, maxEventNote))
+		r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventAPIWarning, action, "%s", status.Bound(note, maxEventNote))
 	}
 }
 
 // unlockedEvent emits the Warning event of a stale lock marked failed.
 func (r *Reconciler) unlockedEvent(obj *unstructured.Unstructured, l *release.Lock) {
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReleaseUnlocked, "Unlock",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReleaseUnlocked, "Unlock",
 		"Release %s revision %d was left %s by an operation that never finished (%s); marked failed in Helm's storage",
 		obj.GetName(), l.Revision, l.Status, l.Why)
 }

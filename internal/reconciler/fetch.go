@@ -45,8 +45,8 @@ func (v *versions) set(k types.NamespacedName, rv string) {
 // status from the one before it; every other reconcile (a change to the
 // resource, to one of its objects, a periodic one) costs no request.
 func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName, obj *unstructured.Unstructured) error {
-	if r.opts.Cache != nil {
-		err := r.opts.Cache.Get(ctx, key, obj)
+	if r.svc.Cache != nil {
+		err := r.svc.Cache.Get(ctx, key, obj)
 		if err == nil && atLeast(obj.GetResourceVersion(), r.versions.get(key)) && !retrying(obj) {
 			return nil
 		}
@@ -57,7 +57,7 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName, obj *u
 		// lag behind a re-creation), or about to retry a failure: ask the API
 		// server.
 	}
-	if err := r.opts.Client.Get(ctx, key, obj); err != nil {
+	if err := r.svc.Client.Get(ctx, key, obj); err != nil {
 		return err
 	}
 	return r.inShard(obj)

@@ -32,7 +32,7 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, obj *unstructured.Unst
 			obj.Object = cur.Object
 			return nil
 		}
-		err := r.opts.Client.Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		err := r.svc.Client.Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		if err == nil {
 			obj.Object = cur.Object
 			return nil
@@ -43,7 +43,7 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, obj *unstructured.Unst
 		// The cache may still hold the stale object: read the server's.
 		cur = &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := r.opts.Reader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		if err := r.svc.Reader.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,7 @@ func (r *Reconciler) foreignEvent(obj *unstructured.Unstructured, f *release.For
 	if f.Description != "" {
 		desc = fmt.Sprintf(", Helm's description %q", redactor.Redact(f.Description))
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventForeignRevision, status.ActionUpgrade, "%s",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventForeignRevision, status.ActionUpgrade, "%s",
 		status.Bound(fmt.Sprintf("Release %s revision %d (%s%s) was written by someone else, not this operator; upgrading it back to the resource's spec",
 			obj.GetName(), f.Revision, f.Status, desc), maxEventNote))
 	return true

@@ -16,127 +16,202 @@ import (
 // stale), whatever event wakes the controller in between that cannot change
 // the verdict: a change to one of the release's objects that a reconcile
 // already read, the operator's own status, finalizer or Helm storage writes,
-// a resync, an unrelated annotation. What could change the verdict goes
-// through at once: a new generation (a changed spec, a deletion), a new value
-// of the retry annotation, a change to the annotations the operator reads
-// (helm.sdk.operatorframework.io/*, helmapp.io/*), and a change to the
-// release's storage written by someone else (storageChanged), and, for an
-// action refused for a missing permission, a change to a Role or RoleBinding
-// of the resource's namespace (rbacChanged). A resource out of retries is
-// held until one of the first two. It lives in memory; a restarted operator
-// retries once straight away, within the budget the status persists.
+// a resync, an unrelated annotation. What could change the verdict (its
+// verdictInputs) goes through at once: a new generation (a changed spec, a
+// deletion), a new value of the retry annotation, a change to the
+// annotations the operator reads (helm.sdk.operatorframework.io/*,
+// helmapp.io/*), and a change to the release's storage written by someone
+// else (foreignWrite), and, for an action refused for a missing permission,
+// a change to a Role or RoleBinding of the resource's namespace
+// (rbacChanged). A resource out of retries is held until one of the first
+// two. It lives in memory; a restarted operator retries once straight away,
+// within the budget the status persists.
 type retryGate struct {
-	mu  sync.Mutex
-	due map[types.UID]retryAt
-	// storage counts, per resource, the changes to its release's storage
-	// written by someone else (see recordwatch.go).
-	storage map[types.UID]uint64
-	// refused holds the resources whose last failure was a refused action
-	// (status.Failure.Refused), and rbac counts, per such resource, the
-	// changes to its namespace's RBAC seen since (see rbac.go).
-	refused map[types.UID]refusal
-	rbac    map[types.UID]uint64
+	mu sync.Mutex
+	// held is the retry each failed resource waits for (holdUntil).
+	held map[types.UID]heldRetry
+	// foreignWrites counts, per resource, the changes to its release's
+	// storage written by someone else (see recordwatch.go).
+	foreignWrites map[types.UID]uint64
+	// refusals holds the resources whose last failure was a refused action
+	// (status.Failure.Refused), and rbacChanges counts, per such resource,
+	// the changes to its namespace's RBAC seen since (see rbac.go).
+	refusals    map[types.UID]refusalCount
+	rbacChanges map[types.UID]uint64
 	// pending holds the statuses that could not be written (keepUnwritten).
 	pending map[types.UID]unwrittenStatus
 }
 
-// trigger is what a reconcile saw of what could change a held verdict.
-type trigger struct {
+// verdictInputs is what a reconcile saw of what could change a held
+// verdict.
+type verdictInputs struct {
 	generation int64
 	// retry is the value of the retry annotation.
 	retry string
 	// annotations digests the other annotations the operator reads.
 	annotations string
-	// storage is the count of foreign storage changes (retryGate.storage).
-	storage uint64
-	// rbac is the count of RBAC changes seen while refused (retryGate.rbac).
-	rbac uint64
+	// foreignWrites is the count of foreign storage changes
+	// (retryGate.foreignWrites).
+	foreignWrites uint64
+	// rbacChanges is the count of RBAC changes seen while refused
+	// (retryGate.rbacChanges).
+	rbacChanges uint64
 }
 
-type retryAt struct {
-	// seen is what the failed reconcile saw.
-	seen trigger
-	// at is when the retry may go; zero means never (out of retries).
-	at time.Time
+// heldRetry is the retry a failed resource waits for.
+type heldRetry struct {
+	// inputs is what the failed reconcile saw.
+	inputs verdictInputs
+	// until is when the retry may go; zero means never (out of retries).
+	until time.Time
 }
 
-// wait reports whether the resource must still wait, and for how long; the
-// duration is 0 for a resource held until it changes.
-func (g *retryGate) wait(uid types.UID, now trigger, at time.Time) (bool, time.Duration) {
+// wait reports whether the resource, whose reconcile sees inputs at now,
+// must still wait, and for how long; the duration is 0 for a resource held
+// until it changes.
+func (g *retryGate) wait(uid types.UID, inputs verdictInputs, now time.Time) (bool, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r, ok := g.due[uid]
+	h, ok := g.held[uid]
 	switch {
-	case !ok || r.seen.generation != now.generation || r.seen.retry != now.retry:
+	case !ok || h.inputs.generation != inputs.generation || h.inputs.retry != inputs.retry:
 		return false, 0
-	case r.at.IsZero():
+	case h.until.IsZero():
 		// Out of retries: held until the spec or the retry annotation changes.
 		return true, 0
-	case r.seen.annotations != now.annotations || r.seen.storage != now.storage || r.seen.rbac != now.rbac:
+	case h.inputs.annotations != inputs.annotations || h.inputs.foreignWrites != inputs.foreignWrites || h.inputs.rbacChanges != inputs.rbacChanges:
 		return false, 0
-	case !at.Before(r.at):
+	case !now.Before(h.until):
 		return false, 0
 	}
-	return true, r.at.Sub(at)
+	return true, h.until.Sub(now)
 }
 
-// hold records a failure seen under seen, to be retried at at; the zero
-// time holds it until it changes.
-func (g *retryGate) hold(uid types.UID, seen trigger, at time.Time) {
+// holdUntil records a failure seen under inputs, to be retried at until;
+// the zero time holds it until it changes.
+func (g *retryGate) holdUntil(uid types.UID, inputs verdictInputs, until time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.due == nil {
-		g.due = map[types.UID]retryAt{}
+	if g.held == nil {
+		g.held = map[types.UID]heldRetry{}
 	}
-	g.due[uid] = retryAt{seen: seen, at: at}
+	g.held[uid] = heldRetry{inputs: inputs, until: until}
 }
 
-// rejudged records that a reconcile judged the resource's annotations anew
-// (and stalled on them) without reaching the gate: the wait then goes on
-// only as long as the annotations stay as that reconcile saw them, so that
-// correcting or removing the annotation is acted on at once.
-func (g *retryGate) rejudged(uid types.UID, annotations string) {
+// holdWhileAnnotations records that a reconcile judged the resource's
+// annotations anew (and stalled on them) without reaching the gate: the
+// wait then goes on only as long as the annotations stay as that reconcile
+// saw them, so that correcting or removing the annotation is acted on at
+// once.
+func (g *retryGate) holdWhileAnnotations(uid types.UID, annotations string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if r, ok := g.due[uid]; ok {
-		r.seen.annotations = annotations
-		g.due[uid] = r
+	if h, ok := g.held[uid]; ok {
+		h.inputs.annotations = annotations
+		g.held[uid] = h
 	}
 }
 
-// storageChanged counts a change to the resource's release storage that
-// someone else wrote; storageSeen is the count so far.
-func (g *retryGate) storageChanged(uid types.UID) {
+// foreignWrite counts a change to the resource's release storage that
+// someone else wrote; foreignWritesSeen is the count so far.
+func (g *retryGate) foreignWrite(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.storage == nil {
-		g.storage = map[types.UID]uint64{}
+	if g.foreignWrites == nil {
+		g.foreignWrites = map[types.UID]uint64{}
 	}
-	g.storage[uid]++
+	g.foreignWrites[uid]++
 }
 
-func (g *retryGate) storageSeen(uid types.UID) uint64 {
+func (g *retryGate) foreignWritesSeen(uid types.UID) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.storage[uid]
+	return g.foreignWrites[uid]
 }
 
-// release forgets the resource's wait after a success or its deletion.
-func (g *retryGate) release(uid types.UID) {
+// clear forgets the resource's wait after a success or its deletion.
+func (g *retryGate) clear(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.due, uid)
-	delete(g.refused, uid)
+	delete(g.held, uid)
+	delete(g.refusals, uid)
 }
 
 // forget forgets everything about a resource that is gone.
 func (g *retryGate) forget(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.due, uid)
-	delete(g.storage, uid)
-	delete(g.refused, uid)
-	delete(g.rbac, uid)
+	delete(g.held, uid)
+	delete(g.foreignWrites, uid)
+	delete(g.refusals, uid)
+	delete(g.rbacChanges, uid)
+}
+
+// refusalCount is what the gate keeps of a resource whose action was
+// refused before it ran (status.Failure.Refused): refusals are not counted
+// in the status, so the backoff counts them here.
+type refusalCount struct {
+	key        types.NamespacedName
+	generation int64
+	// n counts the consecutive refusals of the generation since the last
+	// change to the namespace's RBAC.
+	n int64
+	// woken: such a change woke the resource since its first refusal.
+	woken bool
+}
+
+// refusedAgain records a refusal of generation of the resource key, and
+// returns the count that sets its backoff and whether a change to the
+// namespace's RBAC came since its first refusal (the count then starts at
+// that change).
+func (g *retryGate) refusedAgain(uid types.UID, key types.NamespacedName, generation int64) (n int64, woken bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refusals == nil {
+		g.refusals = map[types.UID]refusalCount{}
+	}
+	c, ok := g.refusals[uid]
+	if !ok || c.generation != generation {
+		c = refusalCount{key: key, generation: generation}
+	}
+	c.n++
+	g.refusals[uid] = c
+	return c.n, c.woken
+}
+
+// notRefused forgets a refusal once a failure of another kind follows it.
+func (g *retryGate) notRefused(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.refusals, uid)
+}
+
+// rbacChanged records a change to a Role or RoleBinding of namespace and
+// returns the refused resources of that namespace, whose backoff it ends
+// (see wait) and restarts.
+func (g *retryGate) rbacChanged(namespace string) []types.NamespacedName {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var keys []types.NamespacedName
+	for uid, c := range g.refusals {
+		if c.key.Namespace != namespace {
+			continue
+		}
+		if g.rbacChanges == nil {
+			g.rbacChanges = map[types.UID]uint64{}
+		}
+		g.rbacChanges[uid]++
+		c.n, c.woken = 0, true
+		g.refusals[uid] = c
+		keys = append(keys, c.key)
+	}
+	return keys
+}
+
+func (g *retryGate) rbacChangesSeen(uid types.UID) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rbacChanges[uid]
 }
 
 // unwrittenStatus is a status a reconcile computed but could not write.
@@ -176,10 +251,11 @@ func (g *retryGate) forgetUnwritten(uid types.UID) {
 	delete(g.pending, uid)
 }
 
-// seen is what a reconcile of obj sees of what could change a held verdict.
-func (r *Reconciler) seen(obj *unstructured.Unstructured) trigger {
+// inputsOf is what a reconcile of obj sees of what could change a held
+// verdict.
+func (r *Reconciler) inputsOf(obj *unstructured.Unstructured) verdictInputs {
 	ann := obj.GetAnnotations()
-	return trigger{generation: obj.GetGeneration(), retry: ann[release.AnnotationRetry],
-		annotations: release.SteeringAnnotations(ann), storage: r.gate.storageSeen(obj.GetUID()),
-		rbac: r.gate.rbacSeen(obj.GetUID())}
+	return verdictInputs{generation: obj.GetGeneration(), retry: ann[release.AnnotationRetry],
+		annotations: release.SteeringAnnotations(ann), foreignWrites: r.gate.foreignWritesSeen(obj.GetUID()),
+		rbacChanges: r.gate.rbacChangesSeen(obj.GetUID())}
 }

@@ -13,24 +13,24 @@ import (
 // someone else. A resource out of retries waits for the first two only.
 func TestRetryGate(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	seen := trigger{generation: 2, retry: "a", annotations: "x=1\n", storage: 3}
+	seen := verdictInputs{generation: 2, retry: "a", annotations: "x=1\n", foreignWrites: 3}
 	tests := []struct {
 		name      string
 		exhausted bool
-		change    func(*trigger)
+		change    func(*verdictInputs)
 		held      bool
 	}{
-		{"nothing changed", false, func(*trigger) {}, true},
-		{"a new generation", false, func(s *trigger) { s.generation++ }, false},
-		{"a new retry value", false, func(s *trigger) { s.retry = "b" }, false},
-		{"a steering annotation", false, func(s *trigger) { s.annotations = "" }, false},
-		{"storage written by someone else", false, func(s *trigger) { s.storage++ }, false},
-		{"RBAC of a refused resource's namespace", false, func(s *trigger) { s.rbac++ }, false},
-		{"out of retries, nothing changed", true, func(*trigger) {}, true},
-		{"out of retries, a steering annotation", true, func(s *trigger) { s.annotations = "" }, true},
-		{"out of retries, storage", true, func(s *trigger) { s.storage++ }, true},
-		{"out of retries, RBAC", true, func(s *trigger) { s.rbac++ }, true},
-		{"out of retries, a new retry value", true, func(s *trigger) { s.retry = "b" }, false},
+		{"nothing changed", false, func(*verdictInputs) {}, true},
+		{"a new generation", false, func(s *verdictInputs) { s.generation++ }, false},
+		{"a new retry value", false, func(s *verdictInputs) { s.retry = "b" }, false},
+		{"a steering annotation", false, func(s *verdictInputs) { s.annotations = "" }, false},
+		{"storage written by someone else", false, func(s *verdictInputs) { s.foreignWrites++ }, false},
+		{"RBAC of a refused resource's namespace", false, func(s *verdictInputs) { s.rbacChanges++ }, false},
+		{"out of retries, nothing changed", true, func(*verdictInputs) {}, true},
+		{"out of retries, a steering annotation", true, func(s *verdictInputs) { s.annotations = "" }, true},
+		{"out of retries, storage", true, func(s *verdictInputs) { s.foreignWrites++ }, true},
+		{"out of retries, RBAC", true, func(s *verdictInputs) { s.rbacChanges++ }, true},
+		{"out of retries, a new retry value", true, func(s *verdictInputs) { s.retry = "b" }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestRetryGate(t *testing.T) {
 			if tt.exhausted {
 				at = time.Time{}
 			}
-			g.hold("u", seen, at)
+			g.holdUntil("u", seen, at)
 			cur := seen
 			tt.change(&cur)
 			if held, _ := g.wait("u", cur, now); held != tt.held {
@@ -51,17 +51,17 @@ func TestRetryGate(t *testing.T) {
 	// A stall on a bad annotation seen during the wait: removing the
 	// annotation, back to what the failure saw, ends the wait.
 	var g retryGate
-	g.hold("u", seen, now.Add(time.Minute))
-	g.rejudged("u", "x=bad\n")
+	g.holdUntil("u", seen, now.Add(time.Minute))
+	g.holdWhileAnnotations("u", "x=bad\n")
 	if held, _ := g.wait("u", seen, now); held {
 		t.Error("the annotations as the failure saw them, after a stall on others, are still held back")
 	}
-	g.storageChanged("u")
-	if got := g.storageSeen("u"); got != 1 {
-		t.Errorf("storageSeen = %d after one change", got)
+	g.foreignWrite("u")
+	if got := g.foreignWritesSeen("u"); got != 1 {
+		t.Errorf("foreignWritesSeen = %d after one change", got)
 	}
 	g.forget("u")
-	if held, _ := g.wait("u", seen, now); held || g.storageSeen("u") != 0 {
+	if held, _ := g.wait("u", seen, now); held || g.foreignWritesSeen("u") != 0 {
 		t.Error("a forgotten resource is still known")
 	}
 }
@@ -82,9 +82,9 @@ func TestRetryGateRefusals(t *testing.T) {
 	if n, _ := g.refusedAgain("u", web, 2); n != 1 {
 		t.Errorf("the first refusal of a new generation counted %d", n)
 	}
-	seen := trigger{generation: 2, rbac: g.rbacSeen("u")}
-	g.hold("u", seen, now.Add(time.Hour))
-	g.hold("other", trigger{generation: 1}, now.Add(time.Hour))
+	seen := verdictInputs{generation: 2, rbacChanges: g.rbacChangesSeen("u")}
+	g.holdUntil("u", seen, now.Add(time.Hour))
+	g.holdUntil("other", verdictInputs{generation: 1}, now.Add(time.Hour))
 	if keys := g.rbacChanged("b"); len(keys) != 0 {
 		t.Errorf("RBAC of namespace b woke %v", keys)
 	}
@@ -92,10 +92,10 @@ func TestRetryGateRefusals(t *testing.T) {
 	if len(keys) != 1 || keys[0] != web {
 		t.Fatalf("RBAC of namespace a woke %v, want %v", keys, web)
 	}
-	if held, _ := g.wait("u", trigger{generation: 2, rbac: g.rbacSeen("u")}, now); held {
+	if held, _ := g.wait("u", verdictInputs{generation: 2, rbacChanges: g.rbacChangesSeen("u")}, now); held {
 		t.Error("a refused resource is still held back after its namespace's RBAC changed")
 	}
-	if held, _ := g.wait("other", trigger{generation: 1, rbac: g.rbacSeen("other")}, now); !held {
+	if held, _ := g.wait("other", verdictInputs{generation: 1, rbacChanges: g.rbacChangesSeen("other")}, now); !held {
 		t.Error("a resource that was not refused was let through by an RBAC change")
 	}
 	for i := int64(1); i <= 2; i++ {

@@ -22,11 +22,11 @@ import (
 // runner may only read Helm's storage, which a deletion needs to tell
 // whether anything is to be uninstalled.
 func (r *Reconciler) identity(obj *unstructured.Unstructured) (release.Identity, client.Client, error) {
-	id, err := r.opts.Identity.For(obj)
-	if err != nil || !id.Impersonated() || r.opts.Writers == nil {
+	id, err := r.kind.Identity.For(obj)
+	if err != nil || !id.Impersonated() || r.svc.Writers == nil {
 		return id, nil, err
 	}
-	w, err := r.opts.Writers(id)
+	w, err := r.svc.Writers(id)
 	if err != nil {
 		return id, nil, &release.Error{Reason: status.ReasonErrorGettingClient,
 			Summary: fmt.Sprintf("Getting the client of %s for release %s failed", id, obj.GetName()), Err: err}

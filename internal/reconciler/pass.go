@@ -20,9 +20,9 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 	req := release.PassRequest{
 		NewRunner:      func() (*release.Runner, error) { return r.runner(ctx, obj, prev) },
 		Object:         obj,
-		OverrideValues: r.opts.OverrideValues,
-		Records:        r.opts.Records, RecordIndex: RecordIndex, Memo: r.opts.Memo,
-		Tests: r.opts.Tests, HandledTest: prev.LastHandledTest,
+		OverrideValues: r.kind.OverrideValues,
+		Records:        r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
+		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest,
 		Hooks: release.PassHooks{
 			Announce: func(msg string, deployed *status.DeployedRelease, foreign *release.Foreign) func() {
 				return r.announcePlan(ctx, obj, prev, *out, msg, deployed, foreign)
@@ -36,8 +36,8 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 			},
 			Warnings: func() func() []readiness.Warning {
 				// Warnings left by an earlier action were reported by it.
-				r.opts.Warnings.Take(obj.GetUID())
-				return func() []readiness.Warning { return r.opts.Warnings.Take(obj.GetUID()) }
+				r.svc.Warnings.Take(obj.GetUID())
+				return func() []readiness.Warning { return r.svc.Warnings.Take(obj.GetUID()) }
 			},
 			Fresh: dependents.ReadFresh,
 			Step: func(step release.Step, p *release.Pass) {
@@ -75,7 +75,7 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 // objects, and on a failure emits its event and returns its backoff (see
 // failed). The events of the pass's steps were emitted as each ended
 // (stepEvents).
-func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, p *release.Pass, redactor status.Redactor, seen trigger) ctrl.Result {
+func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, p *release.Pass, redactor status.Redactor, inputs verdictInputs) ctrl.Result {
 	record(out, p, redactor)
 	if p.Wrote() {
 		// This reconcile wrote the objects (or may have): judge what the
@@ -95,8 +95,8 @@ func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured
 		}
 	}
 	if err != nil {
-		return r.failed(ctx, obj, prev, out, err, redactor, seen)
+		return r.failed(ctx, obj, prev, out, err, redactor, inputs)
 	}
-	r.gate.release(obj.GetUID())
+	r.gate.clear(obj.GetUID())
 	return ctrl.Result{RequeueAfter: r.requeueAfter(prev, *out)}
 }

@@ -25,7 +25,7 @@ const EventActionSuperseded = "ActionSuperseded"
 func (r *Reconciler) superseding() predicate.Predicate {
 	note := func(o client.Object) {
 		if o != nil {
-			r.opts.Actions.Supersede(o.GetNamespace(), o.GetName(), o.GetUID(), o.GetGeneration())
+			r.svc.Actions.Supersede(o.GetNamespace(), o.GetName(), o.GetUID(), o.GetGeneration())
 		}
 	}
 	return predicate.Funcs{
@@ -33,7 +33,7 @@ func (r *Reconciler) superseding() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool { note(e.ObjectNew); return true },
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			if e.Object != nil {
-				r.opts.Actions.Forget(e.Object.GetUID())
+				r.svc.Actions.Forget(e.Object.GetUID())
 			}
 			return true
 		},
@@ -48,7 +48,7 @@ func (r *Reconciler) supersededEvent(obj *unstructured.Unstructured, err error) 
 	if s == nil {
 		return
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventActionSuperseded, "Preempt",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventActionSuperseded, "Preempt",
 		"%s", fmt.Sprintf("Generation %d superseded the running action of generation %d while it waited on %s; generation %d runs now",
 			s.To, s.From, s.Waited(), s.To))
 }

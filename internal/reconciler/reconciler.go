@@ -38,9 +38,15 @@ const statusRewriteDelay = time.Second
 
 // Reconciler reconciles the resources of one kind into Helm releases.
 type Reconciler struct {
-	opts        Options
-	chartDigest string
-	status      status.Writer
+	// kind is the watch's settings, svc the process' services, and shared
+	// what every release of the kind shares (release.Shared).
+	kind   Kind
+	svc    *Services
+	shared *release.Shared
+	status status.Writer
+	// tracker is svc's Tracker, or one of this reconciler's own when it
+	// watches the dependents without one (SetupWithManager).
+	tracker *dependents.Tracker
 	// dependents watches the kinds of the releases' objects through
 	// dependentCache; both nil when disabled.
 	dependents     *dependents.Watcher
@@ -59,46 +65,24 @@ type Reconciler struct {
 	causes *readiness.Causes
 }
 
-// New returns a Reconciler, or an error naming the missing option.
+// New returns the Reconciler of opts.Kind, or an error naming what is
+// missing or invalid.
 func New(opts Options) (*Reconciler, error) {
-	switch {
-	case opts.Client == nil:
-		return nil, errors.New("reconciler: Client is required")
-	case opts.GVK.Kind == "" || opts.GVK.Version == "":
-		return nil, errors.New("reconciler: GVK needs a version and a kind")
-	case opts.Chart == nil:
-		return nil, errors.New("reconciler: Chart is required")
-	case opts.ActionClientGetter == nil:
-		return nil, errors.New("reconciler: ActionClientGetter is required")
-	case opts.Recorder == nil:
-		return nil, errors.New("reconciler: Recorder is required")
-	case opts.Reader == nil || opts.RESTMapper == nil:
-		return nil, errors.New("reconciler: Reader and RESTMapper are required")
-	case opts.ReconcilePeriod < 0:
-		return nil, fmt.Errorf("reconciler: ReconcilePeriod %s is negative", opts.ReconcilePeriod)
-	case opts.MaxRetries < 0:
-		return nil, fmt.Errorf("reconciler: MaxRetries %d is negative", opts.MaxRetries)
+	if opts.Services == nil || opts.Services.release == nil {
+		return nil, errors.New("reconciler: Services are required, from NewServices")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if err := opts.Kind.check(); err != nil {
+		return nil, err
 	}
-	if opts.RetryBase <= 0 {
-		opts.RetryBase = time.Second
-	}
-	if opts.RetryMax <= 0 {
-		opts.RetryMax = 5 * time.Minute
-	}
-	if opts.Actions == nil {
-		opts.Actions = release.NewActions()
-	}
-	if opts.Tenure == nil {
-		opts.Tenure = release.NewTenure(opts.Now())
-	}
+	k, svc := opts.Kind, opts.Services
 	return &Reconciler{
-		opts:        opts,
-		chartDigest: release.ChartDigest(opts.Chart),
-		status:      status.Writer{Client: opts.Client},
-		causes:      readiness.NewCauses(),
+		kind: k,
+		svc:  svc,
+		shared: &release.Shared{Services: svc.release, Chart: k.Chart, ChartDigest: release.ChartDigest(k.Chart),
+			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout},
+		status:  status.Writer{Client: svc.Client},
+		tracker: svc.Tracker,
+		causes:  readiness.NewCauses(),
 	}, nil
 }
 
@@ -108,14 +92,14 @@ func New(opts Options) (*Reconciler, error) {
 // path taken. A retryable failure is retried after a backoff that doubles
 // with each consecutive failure and is shown in the Reconciling condition,
 // at most MaxRetries times per generation; a stalled resource is not retried
-// until it changes. A paused resource is left as it is (see hold).
+// until it changes. A paused resource is left as it is (see heldBack).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(r.opts.GVK)
+	obj.SetGroupVersionKind(r.kind.GVK)
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.versions.set(req.NamespacedName, "")
-			r.opts.Memo.Forget(req.Namespace, req.Name)
+			r.svc.Memo.Forget(req.Namespace, req.Name)
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
 			r.report(obj, status.Status{}, status.Outcome{}, true)
@@ -124,14 +108,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// Events of the release's objects that arrive meanwhile are held, and
 	// start another reconcile only if this one did not read what they carry.
-	r.opts.Tracker.Begin(r.opts.GVK.GroupKind(), req)
-	defer r.opts.Tracker.End(r.opts.GVK.GroupKind(), req)
+	r.tracker.Begin(r.kind.GVK.GroupKind(), req)
+	defer r.tracker.End(r.kind.GVK.GroupKind(), req)
 
-	now := r.opts.Now()
+	now := r.svc.Now()
 	// What this reconcile sees of what could change a held verdict, before
 	// it reads Helm's storage: a foreign change to the storage after this
 	// point wakes the next reconcile, even if this one then backs off.
-	seen := r.seen(obj)
+	inputs := r.inputsOf(obj)
 	prev := status.FromObject(obj)
 	if p, ok := r.gate.unwritten(obj.GetUID(), obj.GetGeneration()); ok {
 		// The last status this reconciler computed never reached the server:
@@ -139,39 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		prev = p
 	}
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
-		ReadinessTimeout: r.opts.ReadinessTimeout, MaxRetries: r.opts.MaxRetries, TestsEnabled: r.opts.Tests.Enable}
+		ReadinessTimeout: r.kind.ReadinessTimeout, MaxRetries: r.kind.MaxRetries, TestsEnabled: r.kind.Tests.Enable}
 	gone := false
-	defer func() {
-		if gone {
-			r.versions.set(req.NamespacedName, "")
-			r.opts.Memo.Forget(req.Namespace, req.Name)
-			r.gate.forget(obj.GetUID())
-			r.foreign.forget(obj.GetUID())
-			r.opts.Warnings.Forget(obj.GetUID())
-			r.report(obj, status.Status{}, out, true)
-			return
-		}
-		// obj holds what the server returned for this reconcile's writes.
-		defer func() { r.versions.set(req.NamespacedName, obj.GetResourceVersion()) }()
-		next := status.Compute(prev, out)
-		defer func() { r.report(obj, next, out, false) }()
-		// Written even when the operator is stopping (ctx cancelled), so that
-		// the status says how a cancelled Helm action ended.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
-		defer cancel()
-		err := r.status.Write(wctx, obj, next)
-		if err != nil && !apierrors.IsNotFound(err) {
-			// Written again soon, whatever the backoff holds back: the status
-			// on the server may say something no longer true (see gate).
-			r.gate.keepUnwritten(obj.GetUID(), obj.GetGeneration(), next)
-			ctrl.LoggerFrom(ctx).Error(err, "Writing the status failed; writing it again soon", "after", statusRewriteDelay.String())
-			if res.RequeueAfter == 0 || res.RequeueAfter > statusRewriteDelay {
-				res.RequeueAfter = statusRewriteDelay
-			}
-			return
-		}
-		r.gate.forgetUnwritten(obj.GetUID())
-	}()
+	defer func() { r.finish(ctx, req, obj, prev, out, gone, &res) }()
 
 	redactor := r.redactor(obj)
 	if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
@@ -182,32 +136,66 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		// Judged anew whatever the gate holds: removing or correcting the
 		// annotation is acted on at once.
-		r.gate.rejudged(obj.GetUID(), seen.annotations)
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
+		r.gate.holdWhileAnnotations(obj.GetUID(), inputs.annotations)
+		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
-	if held, after := r.hold(obj, prev, ann, seen, &out); held {
+	if held, after := r.heldBack(obj, prev, ann, inputs, &out); held {
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		gone, err = r.delete(ctx, obj, &prev, &out)
 		if gone {
-			r.gate.release(obj.GetUID())
+			r.gate.clear(obj.GetUID())
 		}
 		if err == nil && out.DeletionPending != "" {
 			return ctrl.Result{RequeueAfter: deletionPoll}, nil
 		}
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
+		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
 
 	if err := r.ensureFinalizer(ctx, obj); err != nil {
 		err = &release.Error{Reason: status.ReasonErrorAddingFinalizer,
 			Summary: fmt.Sprintf("Adding the finalizer %s failed", Finalizer), Err: err}
-		return r.failed(ctx, obj, prev, &out, err, redactor, seen), nil
+		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
 	out.Initialized = true
 
 	pass := r.pass(ctx, obj, prev, &out, redactor)
-	return r.outcome(ctx, obj, prev, &out, pass, redactor, seen), nil
+	return r.outcome(ctx, obj, prev, &out, pass, redactor, inputs), nil
+}
+
+// finish ends the reconcile of obj (req): a resource gone is forgotten;
+// any other gets the status computed from prev and out, written once, even
+// when the operator is stopping (ctx cancelled), so that the status says how
+// a cancelled Helm action ended. A status that could not be written is
+// written again soon (res), whatever the backoff holds back.
+func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, obj *unstructured.Unstructured, prev status.Status, out status.Outcome, gone bool, res *ctrl.Result) {
+	if gone {
+		r.versions.set(req.NamespacedName, "")
+		r.svc.Memo.Forget(req.Namespace, req.Name)
+		r.gate.forget(obj.GetUID())
+		r.foreign.forget(obj.GetUID())
+		r.svc.Warnings.Forget(obj.GetUID())
+		r.report(obj, status.Status{}, out, true)
+		return
+	}
+	// obj holds what the server returned for this reconcile's writes.
+	defer func() { r.versions.set(req.NamespacedName, obj.GetResourceVersion()) }()
+	next := status.Compute(prev, out)
+	defer func() { r.report(obj, next, out, false) }()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+	defer cancel()
+	err := r.status.Write(wctx, obj, next)
+	if err != nil && !apierrors.IsNotFound(err) {
+		// The status on the server may say something no longer true (see gate).
+		r.gate.keepUnwritten(obj.GetUID(), obj.GetGeneration(), next)
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the status failed; writing it again soon", "after", statusRewriteDelay.String())
+		if res.RequeueAfter == 0 || res.RequeueAfter > statusRewriteDelay {
+			res.RequeueAfter = statusRewriteDelay
+		}
+		return
+	}
+	r.gate.forgetUnwritten(obj.GetUID())
 }
 
 // WatchDependents makes changes to the objects of the kind's releases, seen
@@ -221,17 +209,17 @@ func (r *Reconciler) WatchDependents(c cache.Cache) { r.dependentCache = c }
 // when the causes of the objects not ready are due to be looked up again
 // (their pods and events are not watched).
 func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.Duration {
-	after := r.opts.ReconcilePeriod
+	after := r.kind.ReconcilePeriod
 	if out.Readiness == nil || out.Readiness.AllReady {
 		return after
 	}
 	if at := out.Readiness.RecheckAt; !at.IsZero() {
-		if until := max(at.Sub(r.opts.Now()), 100*time.Millisecond); after == 0 || until < after {
+		if until := max(at.Sub(r.svc.Now()), 100*time.Millisecond); after == 0 || until < after {
 			after = until
 		}
 	}
 	next := status.Compute(prev, out)
-	if d := status.ReadinessDeadline(next, r.opts.ReadinessTimeout); !d.IsZero() {
+	if d := status.ReadinessDeadline(next, r.kind.ReadinessTimeout); !d.IsZero() {
 		if until := d.Sub(out.Now.Time) + time.Second; until > 0 && (after == 0 || until < after) {
 			after = until
 		}
@@ -243,7 +231,7 @@ func (r *Reconciler) requeueAfter(prev status.Status, out status.Outcome) time.D
 // redacted from its message, logs it, emits its Warning event, and returns
 // when to try again: after the backoff of the consecutive failures, or never
 // when retrying cannot help until the resource changes.
-func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor, seen trigger) ctrl.Result {
+func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, err error, redactor status.Redactor, inputs verdictInputs) ctrl.Result {
 	if err == nil {
 		return ctrl.Result{}
 	}
@@ -264,7 +252,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	if status.OutOfRetries(prev, *out) {
 		// Held until the spec or the retry annotation changes, even before
 		// the status that says so reaches the cache.
-		r.gate.hold(obj.GetUID(), seen, time.Time{})
+		r.gate.holdUntil(obj.GetUID(), inputs, time.Time{})
 		log.Info("Retries exhausted: no more attempts until the spec changes or the retry annotation is set to a new value",
 			"failures", status.Failures(prev, *out), "error", out.Err.Message)
 		return ctrl.Result{}
@@ -273,23 +261,23 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	if d := release.RetryAfter(err); d > 0 {
 		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
 	}
-	r.gate.hold(obj.GetUID(), seen, out.Now.Add(out.RetryAfter))
+	r.gate.holdUntil(obj.GetUID(), inputs, out.Now.Add(out.RetryAfter))
 	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
 }
 
-// hold tells whether this reconcile must run nothing, and when to look
+// heldBack tells whether this reconcile must run nothing, and when to look
 // again: while the resource is paused, while a failure of this generation
 // backs off, and once its retries are used up, until the spec changes or the
 // retry annotation gets a new value. Deletion is held by a pause too: the
 // release stays until the pause is lifted. It records in out what the held
 // status needs, and a new retry request, which starts a fresh budget.
-func (r *Reconciler) hold(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, seen trigger, out *status.Outcome) (bool, time.Duration) {
+func (r *Reconciler) heldBack(obj *unstructured.Unstructured, prev status.Status, ann release.Annotations, inputs verdictInputs, out *status.Outcome) (bool, time.Duration) {
 	out.Paused, out.Deleting = ann.Paused, !obj.GetDeletionTimestamp().IsZero()
 	if ann.Retry != "" && ann.Retry != prev.LastHandledRetry {
 		out.Retry = ann.Retry
 	}
-	held, after := r.gate.wait(obj.GetUID(), seen, out.Now.Time)
+	held, after := r.gate.wait(obj.GetUID(), inputs, out.Now.Time)
 	out.Held = ann.Paused || held || (out.Retry == "" && status.RetriesExhausted(prev, obj.GetGeneration()))
 	if ann.Paused {
 		after = 0 // removing the annotation wakes it up
@@ -315,11 +303,11 @@ func (r *Reconciler) retryAfter(obj *unstructured.Unstructured, prev status.Stat
 
 // backoff is the delay before retrying the n-th consecutive failure.
 func (r *Reconciler) backoff(n int64) time.Duration {
-	d := r.opts.RetryBase
-	for i := int64(1); i < n && d < r.opts.RetryMax; i++ {
+	d := r.svc.RetryBase
+	for i := int64(1); i < n && d < r.svc.RetryMax; i++ {
 		d *= 2
 	}
-	return min(d, r.opts.RetryMax)
+	return min(d, r.svc.RetryMax)
 }
 
 // redactor hides the resource's spec values and the watch's override values
@@ -327,11 +315,11 @@ func (r *Reconciler) backoff(n int64) time.Duration {
 func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	vals := map[string]any{"spec": spec}
-	for k, v := range r.opts.OverrideValues {
+	for k, v := range r.kind.OverrideValues {
 		vals["override:"+k] = v
 	}
 	keep := []string{obj.GetName(), obj.GetNamespace()}
-	if md := r.opts.Chart.Metadata; md != nil {
+	if md := r.kind.Chart.Metadata; md != nil {
 		keep = append(keep, md.Name, md.Version, md.AppVersion)
 	}
 	return status.NewRedactor(vals, keep...)
@@ -343,7 +331,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	if st.Deployed == nil {
 		return nil
 	}
-	refs, err := readiness.ObjectsFromManifest(st.Deployed.Manifest, obj.GetNamespace(), r.opts.RESTMapper)
+	refs, err := readiness.ObjectsFromManifest(st.Deployed.Manifest, obj.GetNamespace(), r.svc.RESTMapper)
 	if err != nil {
 		return &release.Error{Reason: status.ReasonReconcileError, Action: status.ActionReconcile,
 			Summary: fmt.Sprintf("Reading the objects of release %s revision %d failed", st.Deployed.Name, st.Deployed.Version), Err: err}
@@ -356,10 +344,10 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The cluster's words in the causes are redacted of the resource's values.
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
-	checker := readiness.Checker{Reader: r.opts.Reader, Causes: r.causes, Now: r.opts.Now, Redact: r.redactor(obj).RedactMessage,
-		Warnings: r.opts.Warnings, Owner: obj.GetUID()}
+	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redact: r.redactor(obj).RedactMessage,
+		Warnings: r.svc.Warnings, Owner: obj.GetUID()}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
-	r.opts.Warnings.Retain(obj.GetUID(), refs)
+	r.svc.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{
 		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
 		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,

@@ -37,7 +37,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 //     updated (a revision leaving pending, a rollback's superseding) or
 //     deleted (an uninstall) — reconciles the resource of the release's name
 //     at once, even while it backs off or waits for a lock (see
-//     storageChanged): the status must say what Helm holds now, and a
+//     foreignWrite): the status must say what Helm holds now, and a
 //     revision written by someone else is undone (see release.Foreign);
 //   - a deletion this process made wakes only a resource that waits for the
 //     release name to free up (ReleaseNameConflict): the release of another
@@ -77,13 +77,13 @@ func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec cli
 	if deleted {
 		st = ""
 	}
-	own := r.opts.Writes.Own(rec.GetNamespace(), rec.GetName(), rec.GetResourceVersion(), st)
+	own := r.svc.Writes.Own(rec.GetNamespace(), rec.GetName(), rec.GetResourceVersion(), st)
 	if own && !deleted {
 		return
 	}
 	key := types.NamespacedName{Namespace: rec.GetNamespace(), Name: l["name"]}
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(r.opts.GVK)
+	u.SetGroupVersionKind(r.kind.GVK)
 	if c.Get(ctx, key, u) != nil || !u.GetDeletionTimestamp().IsZero() {
 		return
 	}
@@ -94,7 +94,7 @@ func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec cli
 			return
 		}
 	} else {
-		r.gate.storageChanged(u.GetUID())
+		r.gate.foreignWrite(u.GetUID())
 	}
 	q.Add(reconcile.Request{NamespacedName: key})
 }

@@ -19,12 +19,12 @@ type Reporter interface {
 // report tells the Reporter, if any, how the reconcile of obj ended; gone
 // means the resource is gone.
 func (r *Reconciler) report(obj client.Object, s status.Status, out status.Outcome, gone bool) {
-	if r.opts.Reporter == nil {
+	if r.svc.Reporter == nil {
 		return
 	}
 	if gone {
-		r.opts.Reporter.Forget(r.opts.GVK.Kind, obj.GetNamespace(), obj.GetName())
+		r.svc.Reporter.Forget(r.kind.GVK.Kind, obj.GetNamespace(), obj.GetName())
 		return
 	}
-	r.opts.Reporter.Reconciled(r.opts.GVK.Kind, obj, s, out.Err, out.Held)
+	r.svc.Reporter.Reconciled(r.kind.GVK.Kind, obj, s, out.Err, out.Held)
 }

@@ -51,30 +51,30 @@ func (r *Reconciler) admitChartUpgrade(obj *unstructured.Unstructured) func(stri
 // that reads the manager's caches, woken by changes to the kind's
 // resources, that wakes waiting resources through bld's controller.
 func (r *Reconciler) setupRollout(mgr ctrl.Manager, bld *builder.Builder, selector labels.Selector) error {
-	b := r.opts.Rollout
+	b := r.kind.Rollout
 	if b == nil || b.Unbounded() {
 		return nil
 	}
-	md := r.opts.Chart.Metadata
+	md := r.kind.Chart.Metadata
 	wake := make(chan event.TypedGenericEvent[*unstructured.Unstructured], 1024)
 	var report func(map[rollout.State]int)
-	if o, ok := r.opts.Reporter.(RolloutReporter); ok {
-		report = func(c map[rollout.State]int) { o.RolloutResources(r.opts.GVK.Kind, c) }
+	if o, ok := r.svc.Reporter.(RolloutReporter); ok {
+		report = func(c map[rollout.State]int) { o.RolloutResources(r.kind.GVK.Kind, c) }
 	}
 	r.rollout = rollout.New(rollout.Config{
-		Chart:  rollout.Chart{Name: md.Name, Version: md.Version, Digest: r.chartDigest},
+		Chart:  rollout.Chart{Name: md.Name, Version: md.Version, Digest: r.shared.ChartDigest},
 		Budget: *b,
 		List:   func() ([]rollout.Resource, error) { return r.rolloutResources(mgr.GetCache(), selector) },
 		Wake: func(k types.NamespacedName) {
 			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(r.opts.GVK)
+			u.SetGroupVersionKind(r.kind.GVK)
 			u.SetNamespace(k.Namespace)
 			u.SetName(k.Name)
 			wake <- event.TypedGenericEvent[*unstructured.Unstructured]{Object: u}
 		},
 		Event: func(k types.NamespacedName, warning bool, reason, note string) {
 			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(r.opts.GVK)
+			u.SetGroupVersionKind(r.kind.GVK)
 			if mgr.GetCache().Get(context.Background(), k, u) != nil {
 				return
 			}
@@ -82,17 +82,17 @@ func (r *Reconciler) setupRollout(mgr ctrl.Manager, bld *builder.Builder, select
 			if warning {
 				typ = corev1.EventTypeWarning
 			}
-			r.opts.Recorder.Eventf(u, nil, typ, reason, "Rollout", "%s", status.Bound(note, maxEventNote))
+			r.svc.Recorder.Eventf(u, nil, typ, reason, "Rollout", "%s", status.Bound(note, maxEventNote))
 		},
 		Observe: report,
-		Now:     r.opts.Now,
+		Now:     r.svc.Now,
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.rollout.Start)); err != nil {
 		return err
 	}
 	changed := func() { r.rollout.Changed() }
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(r.opts.GVK)
+	obj.SetGroupVersionKind(r.kind.GVK)
 	bld.WatchesRawSource(source.Channel(wake, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{})).
 		Watches(obj, handler.Funcs{
 			UpdateFunc: func(context.Context, event.UpdateEvent, queue) { changed() },
@@ -107,7 +107,7 @@ func (r *Reconciler) setupRollout(mgr ctrl.Manager, bld *builder.Builder, select
 func (r *Reconciler) rolloutResources(c client.Reader, selector labels.Selector) ([]rollout.Resource, error) {
 	ctx := context.Background()
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(r.opts.GVK.GroupVersion().WithKind(r.opts.GVK.Kind + "List"))
+	list.SetGroupVersionKind(r.kind.GVK.GroupVersion().WithKind(r.kind.GVK.Kind + "List"))
 	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
 		return nil, idErr
 	}
-	ac, err := r.opts.ActionClientGetter.ActionClientFor(ctx, obj)
+	ac, err := r.svc.ActionClientGetter.ActionClientFor(ctx, obj)
 	if err != nil {
 		return nil, &release.Error{Reason: status.ReasonErrorGettingClient,
 			Summary: fmt.Sprintf("Getting the Helm client for release %s failed", obj.GetName()), Err: err}
@@ -29,15 +29,11 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		return nil, err
 	}
 	return &release.Runner{
-		Client: ac, Chart: r.opts.Chart, ChartDigest: r.chartDigest,
-		Name: obj.GetName(), Namespace: obj.GetNamespace(), MaxHistory: r.opts.MaxHistory,
-		Owner:       release.Owner{Group: r.opts.GVK.Group, Kind: r.opts.GVK.Kind, UID: obj.GetUID()},
-		Remediation: r.opts.Remediation, Kube: r.opts.Client, KubeReader: r.opts.Reader,
-		Identity: id, Access: r.opts.Access, Writer: writer,
-		Options: ann.Helm,
-		Timeout: r.opts.Timeout, ShutdownGrace: r.opts.ShutdownGrace,
-		Actions: r.opts.Actions, Tenure: r.opts.Tenure, Now: r.opts.Now,
+		Shared: r.shared, Client: ac,
+		Name: obj.GetName(), Namespace: obj.GetNamespace(),
+		Owner:    release.Owner{Group: r.kind.GVK.Group, Kind: r.kind.GVK.Kind, UID: obj.GetUID()},
+		Identity: id, Writer: writer, Options: ann.Helm,
 		Known: knownRevision(prev), Generation: obj.GetGeneration(),
-		CRDs: r.opts.CRDs, Shard: r.shard(obj),
+		Shard: r.shard(obj),
 	}, idErr
 }

@@ -25,7 +25,7 @@ import (
 // finalizer writes change none of them, so they do not trigger a reconcile.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selector *metav1.LabelSelector) error {
 	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(r.opts.GVK)
+	obj.SetGroupVersionKind(r.kind.GVK)
 
 	preds := []predicate.Predicate{r.leaving(), predicate.Or(
 		predicate.GenerationChangedPredicate{},
@@ -36,7 +36,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	if selector != nil && (len(selector.MatchLabels) > 0 || len(selector.MatchExpressions) > 0) {
 		p, err := predicate.LabelSelectorPredicate(*selector)
 		if err != nil {
-			return fmt.Errorf("selector of %s: %w", r.opts.GVK.Kind, err)
+			return fmt.Errorf("selector of %s: %w", r.kind.GVK.Kind, err)
 		}
 		preds = append(preds, p)
 	}
@@ -46,12 +46,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		concurrency = 1
 	}
 	bld := ctrl.NewControllerManagedBy(mgr).
-		Named(strings.ToLower(r.opts.GVK.Kind+"."+r.opts.GVK.Group)).
+		Named(strings.ToLower(r.kind.GVK.Kind+"."+r.kind.GVK.Group)).
 		For(obj, builder.WithPredicates(preds...)).
 		// Helm's storage may change behind the operator's back (recordwatch.go).
 		WatchesMetadata(&corev1.Secret{}, r.storageEvents(mgr.GetCache())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
-	if r.opts.Access != nil {
+	if r.svc.Access != nil {
 		// A grant ends a refusal at once (rbac.go).
 		bld = bld.WatchesMetadata(&rbacv1.Role{}, r.rbacEvents()).
 			WatchesMetadata(&rbacv1.RoleBinding{}, r.rbacEvents())
@@ -60,7 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	if selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(selector)
 		if err != nil {
-			return fmt.Errorf("selector of %s: %w", r.opts.GVK.Kind, err)
+			return fmt.Errorf("selector of %s: %w", r.kind.GVK.Kind, err)
 		}
 		selected = s
 	}
@@ -72,10 +72,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 		return err
 	}
 	if r.dependentCache != nil {
-		if r.opts.Tracker == nil {
-			r.opts.Tracker = dependents.NewTracker()
+		if r.tracker == nil {
+			r.tracker = dependents.NewTracker()
 		}
-		r.dependents = dependents.NewWatcher(r.dependentCache, c, r.opts.Tracker, mgr.GetScheme(), mgr.GetRESTMapper(), r.opts.GVK)
+		r.dependents = dependents.NewWatcher(r.dependentCache, c, r.tracker, mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.GVK)
 	}
 	return nil
 }

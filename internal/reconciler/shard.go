@@ -16,7 +16,7 @@ import (
 // this shard, it is not this instance's any more, and is handled as gone
 // from here (its release and finalizer stay, for the shard it moved to).
 func (r *Reconciler) inShard(obj *unstructured.Unstructured) error {
-	if r.opts.Shard == nil || r.opts.Shard.Matches(labels.Set(obj.GetLabels())) {
+	if r.svc.Shard == nil || r.svc.Shard.Matches(labels.Set(obj.GetLabels())) {
 		return nil
 	}
 	gvk := obj.GroupVersionKind()
@@ -25,12 +25,12 @@ func (r *Reconciler) inShard(obj *unstructured.Unstructured) error {
 
 // shard is obj's values of the shard label keys (release.Shard).
 func (r *Reconciler) shard(obj *unstructured.Unstructured) release.Shard {
-	if len(r.opts.ShardKeys) == 0 {
+	if len(r.svc.ShardKeys) == 0 {
 		return release.Shard{}
 	}
-	s := release.Shard{Keys: r.opts.ShardKeys, Labels: map[string]string{}}
+	s := release.Shard{Keys: r.svc.ShardKeys, Labels: map[string]string{}}
 	l := obj.GetLabels()
-	for _, k := range r.opts.ShardKeys {
+	for _, k := range r.svc.ShardKeys {
 		if v, ok := l[k]; ok {
 			s.Labels[k] = v
 		}
@@ -49,7 +49,7 @@ func (r *Reconciler) leaving() predicate.Predicate {
 			if e.Object != nil {
 				r.gate.forget(e.Object.GetUID())
 				r.foreign.forget(e.Object.GetUID())
-				r.opts.Memo.Forget(e.Object.GetNamespace(), e.Object.GetName())
+				r.svc.Memo.Forget(e.Object.GetNamespace(), e.Object.GetName())
 			}
 			return true
 		},

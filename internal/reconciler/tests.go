@@ -18,9 +18,9 @@ const (
 // testEvent emits the event of a test run.
 func (r *Reconciler) testEvent(obj *unstructured.Unstructured, run status.TestRun, failure string) {
 	if failure != "" {
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventTestFailed, "test", "%s", status.Bound(failure, maxEventNote))
+		r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventTestFailed, "test", "%s", status.Bound(failure, maxEventNote))
 		return
 	}
-	r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventTestSucceeded, "test",
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventTestSucceeded, "test",
 		"The %d test hooks of revision %d succeeded", len(run.Hooks), run.Revision)
 }

@@ -26,42 +26,16 @@ const DefaultTimeout = 5 * time.Minute
 // operator is stopping, before it is cancelled.
 const DefaultShutdownGrace = 30 * time.Second
 
-// Runner runs the plan for one release.
-type Runner struct {
-	// Client is the Helm action client for the resource.
-	Client helmclient.ActionInterface
-	// Chart is the chart of the resource's watch, and ChartDigest its ChartDigest.
-	Chart       *chart.Chart
-	ChartDigest string
-	// Name and Namespace of the release.
-	Name, Namespace string
-	// Owner is the resource the release belongs to; every revision written
-	// carries its identity (see ClaimOf).
-	Owner Owner
-	// MaxHistory bounds the kept revisions on upgrade.
-	MaxHistory int
-	// Remediation says what follows a failed install or upgrade.
-	Remediation Remediation
-	// Kube writes the release's objects when a re-apply corrects their drift;
+// Services are the parts of a release's run that the whole process shares,
+// built once (NewServices) and used by every kind's releases.
+type Services struct {
+	// Kube writes the releases' objects when a re-apply corrects their drift;
 	// KubeReader reads them, uncached.
 	Kube       client.Client
 	KubeReader client.Reader
-	// Identity is who the release's objects are written as: Client's
-	// configuration and Writer act as it. Access, when set, checks its
-	// permissions before every install, upgrade and re-apply (preflight.go).
-	Identity Identity
-	Access   Reviewer
-	// Writer writes the objects a re-apply restores, as Identity; nil means Kube.
-	Writer client.Client
-	// Options are the resource's per-action Helm options (its annotations).
-	Options HelmOptions
-	// Timeout bounds every Helm action and each of its hooks, and is the age
-	// after which a pending lock is stale; 0 means DefaultTimeout.
-	Timeout time.Duration
-	// ShutdownGrace is how long a running install or upgrade may go on after
-	// the reconcile's context is cancelled (the operator is stopping) before
-	// it is cancelled too; 0 means DefaultShutdownGrace.
-	ShutdownGrace time.Duration
+	// Access, when set, checks the permissions of a run's Identity before
+	// every install, upgrade and re-apply (preflight.go).
+	Access Reviewer
 	// Actions is the process' registry of running actions and Tenure its
 	// time as the one reconciling; they judge pending locks. Nil Actions:
 	// no action is known to run; nil Tenure: one begun at the first use.
@@ -69,6 +43,63 @@ type Runner struct {
 	Tenure  *Tenure
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ShutdownGrace is how long a running install or upgrade may go on after
+	// the reconcile's context is cancelled (the operator is stopping) before
+	// it is cancelled too; 0 means DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+}
+
+// NewServices returns s with its defaults set: a clock, a registry of
+// running actions and a tenure begun now.
+func NewServices(s Services) *Services {
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Actions == nil {
+		s.Actions = NewActions()
+	}
+	if s.Tenure == nil {
+		s.Tenure = NewTenure(s.Now())
+	}
+	return &s
+}
+
+// Shared is what every release of one kind shares: the process' Services
+// and the kind's watch settings, built once per kind.
+type Shared struct {
+	*Services
+	// Chart is the chart of the kind's watch, and ChartDigest its ChartDigest.
+	Chart       *chart.Chart
+	ChartDigest string
+	// MaxHistory bounds the kept revisions on upgrade.
+	MaxHistory int
+	// Remediation says what follows a failed install or upgrade.
+	Remediation Remediation
+	// CRDs is what an install and an upgrade do with the chart's crds/.
+	CRDs CRDPolicy
+	// Timeout bounds every Helm action and each of its hooks, and is the age
+	// after which a pending lock is stale; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Runner runs the plan for one release: what is its own is the resource's,
+// the rest is Shared by the kind.
+type Runner struct {
+	*Shared
+	// Client is the Helm action client for the resource.
+	Client helmclient.ActionInterface
+	// Name and Namespace of the release.
+	Name, Namespace string
+	// Owner is the resource the release belongs to; every revision written
+	// carries its identity (see ClaimOf).
+	Owner Owner
+	// Identity is who the release's objects are written as: Client's
+	// configuration and Writer act as it; Access checks its permissions.
+	Identity Identity
+	// Writer writes the objects a re-apply restores, as Identity; nil means Kube.
+	Writer client.Client
+	// Options are the resource's per-action Helm options (its annotations).
+	Options HelmOptions
 	// Generation is the resource's generation this run is for: a newer one
 	// the primary watch sees preempts its waits (see Supersede).
 	Generation int64
@@ -76,9 +107,6 @@ type Runner struct {
 	// failed), 0 for none: a newer one that this process did not write is
 	// someone else's (see Foreign).
 	Known int
-
-	// CRDs is what an install and an upgrade do with the chart's crds/.
-	CRDs CRDPolicy
 	// Shard is the resource's values of the operator's shard label keys,
 	// carried by every revision and object of the release (shard.go).
 	Shard Shard
