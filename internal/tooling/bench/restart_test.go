@@ -12,7 +12,7 @@ func sampleRestart(restart, steady int) *RestartRun {
 		Restart:      Tally{Requests: restart, Writes: restart / 10, ByKey: map[string]int{"get secrets": restart / 2}},
 		QuietSeconds: 4.2, PeriodSeconds: 20, Periods: 2,
 		Steady: Tally{Requests: steady, ByKey: map[string]int{"list secrets": steady / 2}},
-		Cost:   Cost{OperatorCPUSeconds: 0.1, APIServerCPUSeconds: 0.2, EtcdCPUSeconds: 0.05, OperatorAllocBytes: 5e6},
+		Cost:   Cost{OperatorCPUSeconds: 0.1, APIServerCPUSeconds: 0.2, EtcdCPUSeconds: 0.05, OperatorAllocBytes: 5e6, Measured: true},
 	}
 }
 

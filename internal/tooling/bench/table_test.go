@@ -11,16 +11,16 @@ func sampleResults(equalIsDefaults bool) Results {
 		Install:        Tally{Requests: 200, Writes: 80, ByKey: map[string]int{"list secrets": 40, "patch benchapps/status": 20}},
 		LatencySeconds: []float64{0.1, 0.2, 0.3}, RSSIdle: 80e6, RSSSettled: 90e6, RSSAfterSecrets: 91e6,
 		NoOp: Tally{Requests: 80, Writes: 10, ByKey: map[string]int{}}, Restarted: sampleRestart(10, 5),
-		InstallCost: Cost{OperatorCPUSeconds: 0.3, APIServerCPUSeconds: 0.28, EtcdCPUSeconds: 0.08, OperatorAllocBytes: 50e6}}
+		InstallCost: Cost{OperatorCPUSeconds: 0.3, APIServerCPUSeconds: 0.28, EtcdCPUSeconds: 0.08, OperatorAllocBytes: 50e6, Measured: true}}
 	base := OperatorRun{Operator: Baseline, Setting: Defaults, Workers: 2, N: 10, Round: 1,
 		AllDeployedSeconds: 1, QuietSeconds: 5, Unsettled: []string{"no-op reconciles"},
 		Install:        Tally{Requests: 100, Writes: 60, ByKey: map[string]int{"list secrets": 30, "update benchapps/status": 10}},
 		LatencySeconds: []float64{1, 2, 3}, RSSIdle: 60e6, RSSSettled: 100e6, RSSAfterSecrets: 120e6,
 		NoOp: Tally{Requests: 150, Writes: 10, ByKey: map[string]int{}}, Restarted: sampleRestart(300, 600),
-		InstallCost: Cost{OperatorCPUSeconds: 2.95, APIServerCPUSeconds: 1, EtcdCPUSeconds: 0.2, OperatorAllocBytes: 925e6}}
+		InstallCost: Cost{OperatorCPUSeconds: 2.95, APIServerCPUSeconds: 1, EtcdCPUSeconds: 0.2, OperatorAllocBytes: 925e6, Measured: true}}
 	res := Results{Ns: []int{10}, Rounds: 1, EqualIsDefaults: equalIsDefaults, Runs: []OperatorRun{ours, base},
 		Floors: []Floor{{N: 10, Round: 1, Workers: 16, Seconds: 0.5, WritesPerCR: floorWrites, Writes: 60,
-			Cost: Cost{OperatorCPUSeconds: 0.026, APIServerCPUSeconds: 0.15, EtcdCPUSeconds: 0.05, OperatorAllocBytes: 1.54e6}}}}
+			Cost: Cost{OperatorCPUSeconds: 0.026, APIServerCPUSeconds: 0.15, EtcdCPUSeconds: 0.05, OperatorAllocBytes: 1.54e6, Measured: true}}}}
 	if !equalIsDefaults {
 		ours.Workers = 16
 		res.Runs[0] = ours
