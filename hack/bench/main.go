@@ -6,7 +6,9 @@
 // BENCH_ROUNDS (default 1), BENCH_SMOKE=1 (N=5, one round, 50 unrelated
 // Secrets, 5 spec changes: that every figure is produced, not what it is).
 // For exploring: BENCH_OURS_ONLY=1 runs ours at its defaults alone (and the floor),
-// BENCH_OURS_ARGS adds flags to our operator's command line (space-separated).
+// BENCH_OURS_ARGS adds flags to our operator's command line (space-separated),
+// BENCH_PROFILE=dir writes CPU profiles of our operator's install phase there
+// (profiling costs CPU: the published figures are measured without it).
 package main
 
 import (
@@ -100,6 +102,13 @@ func fromEnv(cfg *bench.Config) error {
 	}
 	cfg.OursOnly = os.Getenv("BENCH_OURS_ONLY") == "1"
 	cfg.OursArgs = strings.Fields(os.Getenv("BENCH_OURS_ARGS"))
+	if v := os.Getenv("BENCH_PROFILE"); v != "" {
+		dir, err := filepath.Abs(v)
+		if err != nil {
+			return err
+		}
+		cfg.ProfileDir = dir
+	}
 	if v := os.Getenv("BENCH_ROUNDS"); v != "" {
 		r, err := strconv.Atoi(v)
 		if err != nil || r < 1 {

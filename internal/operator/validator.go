@@ -49,6 +49,8 @@ func (s *sharedValidators) get(directive string, build func(string) (validation.
 	if err != nil {
 		return nil, err
 	}
+	// Shared by every worker: one cold parse per kind (openapicache.go).
+	v = newOneColdPerKind(v)
 	s.got[directive] = v
 	return v, nil
 }

@@ -24,18 +24,20 @@ func main() {
 	watchesFile := flag.String("watches-file", "./watches.yaml", "Path to the watches file.")
 	period := flag.Duration("reconcile-period", time.Minute, "Default reconcile period for controllers.")
 	workers := flag.Int("max-concurrent-reconciles", runtime.NumCPU(), "Maximum number of concurrent reconciles for controllers.")
+	// Not the library's: the benchmark reads the process' allocation here.
+	pprofAddr := flag.String("pprof-bind-address", "0", "Address Go's /debug/pprof profiles are served on; \"0\" disables them.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(*watchesFile, *period, *workers); err != nil {
+	if err := run(*watchesFile, *period, *workers, *pprofAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(watchesFile string, period time.Duration, workers int) error {
+func run(watchesFile string, period time.Duration, workers int, pprofAddr string) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
@@ -43,6 +45,7 @@ func run(watchesFile string, period time.Duration, workers int) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		PprofBindAddress:       pprofAddr,
 	})
 	if err != nil {
 		return err

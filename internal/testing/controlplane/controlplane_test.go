@@ -85,10 +85,15 @@ func TestCoreControlPlane(t *testing.T) {
 		t.Errorf("Kubectl error should carry kubectl's stderr, got %v", err)
 	}
 
+	apiPID, etcdPID := checkPIDs(t, cp)
+
 	// Restarted on the same etcd, the API server keeps its data, and the
 	// kubeconfig and Config written before still reach and trust it.
 	if err := cp.RestartAPIServer(ctx, time.Second); err != nil {
 		t.Fatal(err)
+	}
+	if api, etcd := checkPIDs(t, cp); api == apiPID || etcd != etcdPID {
+		t.Errorf("after the API server's restart, PIDs = %d, %d; want a new API server and etcd %d", api, etcd, etcdPID)
 	}
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("after the restart, Config's client cannot read the namespace created before: %v", err)
@@ -223,4 +228,20 @@ func checkPodStages(ctx context.Context, t *testing.T, cp *ControlPlane, cs kube
 	if err != nil {
 		t.Fatalf("kwok's pod stages: %v; last seen: %s", err, last)
 	}
+}
+
+// checkPIDs asserts that PIDs names a kube-apiserver and an etcd process.
+func checkPIDs(t *testing.T, cp *ControlPlane) (apiServer, etcd int) {
+	t.Helper()
+	apiServer, etcd, err := cp.PIDs()
+	if err != nil {
+		t.Fatalf("PIDs: %v", err)
+	}
+	for pid, want := range map[int]string{apiServer: binAPIServer, etcd: binEtcd} {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || filepath.Base(exe) != want {
+			t.Errorf("PIDs: %d is %q (%v), want %s", pid, exe, err, want)
+		}
+	}
+	return apiServer, etcd
 }

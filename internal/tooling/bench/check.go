@@ -7,7 +7,7 @@ import (
 
 // Check reports a figure the benchmark failed to produce: every N has a
 // floor and a run of each operator, and every run has its times, requests,
-// memory and spec-change latencies. It says nothing about the values; CI's
+// memory, CPU and allocation, and spec-change latencies. It says nothing about the values; CI's
 // `make bench BENCH_SMOKE=1` relies on it to keep every figure working.
 func (res Results) Check(changes int) error {
 	var errs []error
@@ -30,6 +30,9 @@ func (res Results) Check(changes int) error {
 		if f.Seconds <= 0 {
 			errs = append(errs, fmt.Errorf("N=%d round %d: no floor time", f.N, f.Round))
 		}
+		for _, m := range f.Cost.missing() {
+			errs = append(errs, fmt.Errorf("N=%d round %d: no floor %s", f.N, f.Round, m))
+		}
 	}
 	for _, r := range res.Runs {
 		what := fmt.Sprintf("N=%d round %d %s (%s)", r.N, r.Round, r.Operator, r.Setting)
@@ -50,6 +53,14 @@ func (res Results) Check(changes int) error {
 		missing(r.NoOp.ByKey == nil, "no-op reconcile count")
 		missing(r.Setting == Defaults && (r.Restarted == nil || r.Restarted.Restart.ByKey == nil || r.Restarted.Steady.ByKey == nil),
 			"restart and steady-state counts")
+		for _, m := range r.InstallCost.missing() {
+			missing(true, "install "+m)
+		}
+		if r.Restarted != nil {
+			for _, m := range r.Restarted.Cost.missing() {
+				missing(true, "restart "+m)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -24,19 +24,27 @@ const floorWrites = 6
 const releaseBytes = 3 << 10
 
 // floorRun issues floorWrites per resource for n resources from workers
-// goroutines and returns how long that took. One resource is written first,
+// goroutines and returns how long that took and what it cost (m). One resource is written first,
 // untimed, so that the API server's first write of each kind (storage and
 // watch cache set-up) is not counted: the operators' runs start on a server
 // that has served their start-up.
-func floorRun(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, n, workers int) (time.Duration, error) {
+func floorRun(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, m *meter, n, workers int) (time.Duration, Cost, error) {
 	if err := floorWrite(ctx, cs, dyn, "warm-up"); err != nil {
-		return 0, err
+		return 0, Cost{}, err
+	}
+	before, err := m.read(ctx, false)
+	if err != nil {
+		return 0, Cost{}, err
 	}
 	start := time.Now()
-	err := parallel(ctx, n, workers, nil, func(ctx context.Context, i int) error {
+	if err := parallel(ctx, n, workers, nil, func(ctx context.Context, i int) error {
 		return floorWrite(ctx, cs, dyn, appName(i))
-	})
-	return time.Since(start), err
+	}); err != nil {
+		return 0, Cost{}, err
+	}
+	d := time.Since(start)
+	after, err := m.read(ctx, true)
+	return d, after.since(before), err
 }
 
 // floorWrite makes the floorWrites of one resource.

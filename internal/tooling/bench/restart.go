@@ -32,6 +32,10 @@ type RestartRun struct {
 	// one reconcile of each resource (ours: with the memo of settled
 	// revisions filled).
 	RSS int64 `json:"rssBytes"`
+	// Cost is what the restart cost in CPU and allocation: the new process'
+	// all (it starts at zero), the API server's and etcd's over the same
+	// window.
+	Cost Cost `json:"cost"`
 	// Unsettled: the new process had not fallen quiet within the limit.
 	Unsettled bool `json:"unsettled,omitempty"`
 	// Steady counts the requests of a process started with
@@ -50,15 +54,23 @@ type RestartRun struct {
 // runs the restart phase and the steady-state phase, each with a new
 // process of s over the same cluster. It stops every process it starts.
 func restartPhases(ctx context.Context, cfg Config, p *progress, s operatorSpec, n int, proc *process,
-	kubeconfig, dir string, audit *auditTail, user string) (*RestartRun, error) {
+	kubeconfig, dir string, audit *auditTail, user string, m *meter) (*RestartRun, error) {
 	rr := &RestartRun{PeriodSeconds: cfg.SteadyPeriod.Seconds(), Periods: cfg.SteadyPeriods}
 	p.report("restart: stopping the operator", "")
 	proc.stop(40 * time.Second)
 
 	// Restart: a new process with the same arguments, until quiet.
 	p.report("restart: a new process over the settled resources", "")
+	pprofAddr, err := freeAddr()
+	if err != nil {
+		return rr, err
+	}
+	before, err := m.readControlPlane()
+	if err != nil {
+		return rr, err
+	}
 	t0 := time.Now()
-	next, err := startProcess(s.binary, cfg.RepoRoot, kubeconfig, filepath.Join(dir, "operator-restart.log"), s.args(cfg.WatchesFile)...)
+	next, err := startProcess(s.binary, cfg.RepoRoot, kubeconfig, filepath.Join(dir, "operator-restart.log"), s.args(cfg.WatchesFile, pprofAddr)...)
 	if err != nil {
 		return rr, err
 	}
@@ -73,6 +85,13 @@ func restartPhases(ctx context.Context, cfg Config, p *progress, s operatorSpec,
 	}
 	rr.Unsettled = !settled
 	rr.QuietSeconds = end.Sub(t0).Seconds()
+	after, err := (&meter{apiServerPID: m.apiServerPID, etcdPID: m.etcdPID,
+		operator: operatorProcess(next.Pid(), pprofAddr)}).read(ctx, true)
+	if err != nil {
+		next.stop(40 * time.Second)
+		return rr, err
+	}
+	rr.Cost = after.since(before)
 	evs, err := audit.Read()
 	if err != nil {
 		next.stop(40 * time.Second)
@@ -90,7 +109,7 @@ func restartPhases(ctx context.Context, cfg Config, p *progress, s operatorSpec,
 	period := cfg.SteadyPeriod
 	p.report("steady state: a process with --reconcile-period="+period.String(), "")
 	t1 := time.Now()
-	args := replaceArg(s.args(cfg.WatchesFile), "--reconcile-period=", period.String())
+	args := replaceArg(s.args(cfg.WatchesFile, "0"), "--reconcile-period=", period.String())
 	steady, err := startProcess(s.binary, cfg.RepoRoot, kubeconfig, filepath.Join(dir, "operator-steady.log"), args...)
 	if err != nil {
 		return rr, err
@@ -191,6 +210,17 @@ var restartFigures = []figure{
 		}
 		return float64(r.Restarted.RSS)
 	}, format: mb},
+}
+
+// restartCostFigures are what the restart cost, per resource.
+var restartCostFigures = costFigures("restart: ", func(r OperatorRun) *Cost {
+	if r.Restarted == nil {
+		return nil
+	}
+	return &r.Restarted.Cost
+}, false)
+
+var steadyFigures = []figure{
 	{name: "steady state: requests per resource per period", run: steadyPerResource(func(r *RestartRun) int { return r.Steady.Requests }), format: twoDecimals},
 	{name: "  of which secrets (list and get)", run: steadyPerResource(func(r *RestartRun) int { return r.Steady.Sum("list secrets", "get secrets") }), format: twoDecimals},
 	{name: "steady state: writes per resource per period", run: steadyPerResource(func(r *RestartRun) int { return r.Steady.Writes }), format: twoDecimals},

@@ -12,6 +12,7 @@ func sampleRestart(restart, steady int) *RestartRun {
 		Restart:      Tally{Requests: restart, Writes: restart / 10, ByKey: map[string]int{"get secrets": restart / 2}},
 		QuietSeconds: 4.2, PeriodSeconds: 20, Periods: 2,
 		Steady: Tally{Requests: steady, ByKey: map[string]int{"list secrets": steady / 2}},
+		Cost:   Cost{OperatorCPUSeconds: 0.1, APIServerCPUSeconds: 0.2, EtcdCPUSeconds: 0.05, OperatorAllocBytes: 5e6, Measured: true},
 	}
 }
 
@@ -26,6 +27,9 @@ func TestRenderRestartRows(t *testing.T) {
 		"|   get secrets | 0.50 | 15.00 | 0.03 | — | — |",
 		"| restart: writes per resource | 0.10 | 3.00 | 0.03 | — | — |",
 		"| restart: time until quiet | 4.2 s | 4.2 s | 1.00 | — | — |",
+		"| restart: operator CPU per resource | 10.0 ms | 10.0 ms | 1.00 | — | — |",
+		"| restart: etcd CPU per resource | 5.0 ms | 5.0 ms | 1.00 | — | — |",
+		"| restart: operator allocation per resource | 500 kB | 500 kB | 1.00 | — | — |",
 		"| steady state: requests per resource per period | 0.25 | 30.00 | 0.01 | — | — |",
 		"|   of which secrets (list and get) | 0.10 | 15.00 | 0.01 | — | — |",
 	} {

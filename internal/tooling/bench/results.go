@@ -64,6 +64,8 @@ type OperatorRun struct {
 	// Install counts the operator's requests from the first create until it
 	// fell quiet.
 	Install Tally `json:"install"`
+	// InstallCost is what the same window cost in CPU and allocation.
+	InstallCost Cost `json:"installCost"`
 	// Unsettled names the phases after which the operator had not fallen
 	// quiet within the limit, so their counts may be short.
 	Unsettled []string `json:"unsettled,omitempty"`
@@ -95,4 +97,6 @@ type Floor struct {
 	Seconds     float64 `json:"seconds"`
 	Writes      int     `json:"writes"`
 	WritesPerCR int     `json:"writesPerResource"`
+	// Cost is what the writes cost; the operator is the benchmark's client.
+	Cost Cost `json:"cost"`
 }

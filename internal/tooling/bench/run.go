@@ -51,6 +51,10 @@ type Config struct {
 	// Both are for exploring: the published figures use neither.
 	OursArgs []string
 	OursOnly bool
+	// ProfileDir, when set, receives CPU profiles of our operator's install
+	// phase (profile.go); profiling costs the operator some CPU, so the
+	// published figures are measured without it.
+	ProfileDir string
 }
 
 // DefaultConfig is `make bench`.
@@ -84,11 +88,13 @@ type operatorSpec struct {
 	extra []string
 }
 
-func (s operatorSpec) args(watches string) []string {
+// args are the operator's arguments; pprofAddr is where it serves
+// /debug/pprof, from which its allocation is read (cost.go).
+func (s operatorSpec) args(watches, pprofAddr string) []string {
 	// A long reconcile period for both: the default (1m) would start
 	// periodic reconciles in the middle of a long install, and no window
 	// would ever be quiet. The no-op reconcile is triggered explicitly.
-	args := []string{"--watches-file=" + watches, "--reconcile-period=1h"}
+	args := []string{"--watches-file=" + watches, "--reconcile-period=1h", "--pprof-bind-address=" + pprofAddr}
 	if s.name == Ours {
 		args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	}
@@ -213,11 +219,19 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	audit := &auditTail{path: c.cp.AuditLogPath}
 
 	p.report("starting the operator", "")
-	proc, err := startProcess(s.binary, cfg.RepoRoot, kubeconfig, filepath.Join(dir, "operator.log"), s.args(cfg.WatchesFile)...)
+	pprofAddr, err := freeAddr()
+	if err != nil {
+		return run, err
+	}
+	proc, err := startProcess(s.binary, cfg.RepoRoot, kubeconfig, filepath.Join(dir, "operator.log"), s.args(cfg.WatchesFile, pprofAddr)...)
 	if err != nil {
 		return run, err
 	}
 	defer proc.stop(40 * time.Second)
+	m, err := newMeter(c, operatorProcess(proc.Pid(), pprofAddr))
+	if err != nil {
+		return run, err
+	}
 	if err := waitWatchingSince(ctx, audit, proc, user, time.Time{}); err != nil {
 		return run, err
 	}
@@ -236,6 +250,15 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	}
 
 	// Install: create all, wait for all Deployed (and Ready), then quiet.
+	before, err := m.read(ctx, false)
+	if err != nil {
+		return run, err
+	}
+	stopProfiling := func() {}
+	if cfg.ProfileDir != "" && s.name == Ours {
+		stopProfiling = profileCPU(tctx, cfg.ProfileDir, filepath.Base(dir)+"-install", pprofAddr)
+		defer stopProfiling()
+	}
 	t0 := time.Now()
 	var created atomic.Int64
 	go func() {
@@ -279,6 +302,12 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	}
 	run.unsettled(settled, "install")
 	run.QuietSeconds = end.Sub(t0).Seconds()
+	stopProfiling()
+	after, err := m.read(ctx, true)
+	if err != nil {
+		return run, err
+	}
+	run.InstallCost = after.since(before)
 	evs, err := audit.Read()
 	if err != nil {
 		return run, err
@@ -333,7 +362,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 		return run, err
 	}
 	if s.setting == Defaults && cfg.SteadyPeriods > 0 {
-		if run.Restarted, err = restartPhases(ctx, cfg, p, s, n, proc, kubeconfig, dir, audit, user); err != nil {
+		if run.Restarted, err = restartPhases(ctx, cfg, p, s, n, proc, kubeconfig, dir, audit, user, m); err != nil {
 			return run, fmt.Errorf("restart phases: %w", err)
 		}
 	}
@@ -359,9 +388,13 @@ func runFloor(ctx context.Context, cfg Config, p *progress, n, round int) (Floor
 		return f, err
 	}
 	defer func() { _ = c.cp.Stop() }()
+	m, err := newMeter(c, benchProcess)
+	if err != nil {
+		return f, err
+	}
 	p.report("writing", fmt.Sprintf("%d × %d", n, floorWrites))
-	d, err := floorRun(ctx, c.cs, c.dyn, n, cfg.ClientWorkers)
-	f.Seconds = d.Seconds()
+	d, cost, err := floorRun(ctx, c.cs, c.dyn, m, n, cfg.ClientWorkers)
+	f.Seconds, f.Cost = d.Seconds(), cost
 	return f, err
 }
 

@@ -69,10 +69,10 @@ func TestOursOnlySelectsOursAtItsDefaults(t *testing.T) {
 	if len(got) != 1 || got[0].name != Ours || got[0].setting != Defaults {
 		t.Errorf("OursOnly: %+v, want ours at its defaults alone", got)
 	}
-	if args := (operatorSpec{name: Ours, extra: []string{"--kube-api-qps=5", "--kube-api-burst=10"}}).args("w.yaml"); !strings.Contains(strings.Join(args, " "), "--kube-api-burst=10") {
+	if args := (operatorSpec{name: Ours, extra: []string{"--kube-api-qps=5", "--kube-api-burst=10"}}).args("w.yaml", "0"); !strings.Contains(strings.Join(args, " "), "--kube-api-burst=10") {
 		t.Errorf("ours' args %v lack the extra flags", args)
 	}
-	if args := (operatorSpec{name: Baseline, extra: []string{"--kube-api-qps=5"}}).args("w.yaml"); strings.Contains(strings.Join(args, " "), "qps") {
+	if args := (operatorSpec{name: Baseline, extra: []string{"--kube-api-qps=5"}}).args("w.yaml", "0"); strings.Contains(strings.Join(args, " "), "qps") {
 		t.Errorf("the baseline's args %v got ours' extra flags", args)
 	}
 }

@@ -32,7 +32,46 @@ func millis(v float64) string  { return fmt.Sprintf("%.0f ms", v*1000) }
 func count(v float64) string   { return fmt.Sprintf("%.1f", v) }
 func mb(v float64) string      { return fmt.Sprintf("%.0f MB", v/1e6) }
 
-var figures = []figure{
+// cpuMillis renders CPU-seconds; allocated renders bytes, in kB under 1 MB.
+func cpuMillis(v float64) string { return fmt.Sprintf("%.1f ms", v*1000) }
+func allocated(v float64) string {
+	if v < 1e6 {
+		return fmt.Sprintf("%.0f kB", v/1e3)
+	}
+	return fmt.Sprintf("%.2f MB", v/1e6)
+}
+
+// costFigures are a Cost's rows per resource, from cost (of a run) and, for
+// the floor, from its Cost; prefix starts each name.
+func costFigures(prefix string, cost func(OperatorRun) *Cost, floor bool) []figure {
+	fs := []struct {
+		name   string
+		value  func(Cost) float64
+		format func(float64) string
+	}{
+		{"operator CPU per resource", func(c Cost) float64 { return c.OperatorCPUSeconds }, cpuMillis},
+		{"API server CPU per resource", func(c Cost) float64 { return c.APIServerCPUSeconds }, cpuMillis},
+		{"etcd CPU per resource", func(c Cost) float64 { return c.EtcdCPUSeconds }, cpuMillis},
+		{"operator allocation per resource", func(c Cost) float64 { return float64(c.OperatorAllocBytes) }, allocated},
+	}
+	out := make([]figure, 0, len(fs))
+	for _, f := range fs {
+		fig := figure{name: prefix + f.name, format: f.format, run: func(r OperatorRun) float64 {
+			c := cost(r)
+			if c == nil {
+				return nanValue
+			}
+			return f.value(*c) / float64(r.N)
+		}}
+		if floor {
+			fig.floor = func(fl Floor) float64 { return f.value(fl.Cost) / float64(fl.N) }
+		}
+		out = append(out, fig)
+	}
+	return out
+}
+
+var countFigures = []figure{
 	{name: "time to all Ready", run: func(r OperatorRun) float64 {
 		if r.AllReadySeconds == 0 {
 			return math.NaN()
@@ -53,6 +92,15 @@ var figures = []figure{
 		floor: func(f Floor) float64 { return float64(f.WritesPerCR) }, format: count},
 	{name: "status writes per install", run: perResource(func(r OperatorRun) int { return r.Install.StatusWrites(benchResource) }),
 		floor: func(Floor) float64 { return 1 }, format: count},
+}
+
+// figures are the install phase's rows (and those after it): the counts,
+// then what the install cost (the floor's operator is the benchmark's
+// client), then the rest.
+var figures = slices.Concat(countFigures,
+	costFigures("install: ", func(r OperatorRun) *Cost { return &r.InstallCost }, true), laterFigures)
+
+var laterFigures = []figure{
 	{name: "spec change to status, p50", run: func(r OperatorRun) float64 { return Percentile(r.LatencySeconds, 50) }, format: millis},
 	{name: "spec change to status, p95", run: func(r OperatorRun) float64 { return Percentile(r.LatencySeconds, 95) }, format: millis},
 	{name: "no-op reconcile: requests per resource", run: perResource(func(r OperatorRun) int { return r.NoOp.Requests }), format: count},
@@ -85,7 +133,7 @@ func Render(w io.Writer, res Results) error {
 				n, title, workers(ours), workers(base), max(len(ours), len(base)))
 			b.WriteString("| figure | ours | baseline | ours / baseline | ours × floor | baseline × floor |\n")
 			b.WriteString("|---|---:|---:|---:|---:|---:|\n")
-			for _, f := range append(slices.Clone(figures), restartFigures...) {
+			for _, f := range slices.Concat(figures, restartFigures, restartCostFigures, steadyFigures) {
 				o, bl := median(ours, f.run), median(base, f.run)
 				fl := math.NaN()
 				if f.floor != nil {

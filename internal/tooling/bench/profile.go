@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// profileChunk is the length of each CPU profile profileCPU fetches: a
+// profile's length is fixed when it is requested, and the one under way
+// when the phase ends is lost.
+const profileChunk = 3
+
+// profileCPU fetches CPU profiles of the process serving /debug/pprof at
+// addr, one after another, into dir/<name>-<k>.pprof until the returned
+// stop is called (or ctx ends). `go tool pprof -top dir/<name>-*.pprof`
+// merges them. stop waits for the fetching to end and may be called again.
+func profileCPU(ctx context.Context, dir, name, addr string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return
+		}
+		for k := 1; ctx.Err() == nil; k++ {
+			_ = fetchProfile(ctx, filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", name, k)), addr)
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// fetchProfile writes one CPU profile of profileChunk seconds to path; a
+// profile cut short by ctx is not written.
+func fetchProfile(ctx context.Context, path, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, profileChunk), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || ctx.Err() != nil {
+		return fmt.Errorf("CPU profile from %s: %s: %v", addr, resp.Status, err)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
