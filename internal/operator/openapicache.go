@@ -48,7 +48,7 @@ func newOneColdPerKind(inner validation.Schema) *oneColdPerKind {
 // ValidateBytes validates one manifest (JSON, as cli-runtime's builder
 // hands it over) with the inner validator.
 func (v *oneColdPerKind) ValidateBytes(data []byte) error {
-	gvk, ok := kindOf(data)
+	gvk, ok := manifestKind(data)
 	if !ok {
 		return v.inner.ValidateBytes(data)
 	}
@@ -69,8 +69,8 @@ func (v *oneColdPerKind) ValidateBytes(data []byte) error {
 	return err
 }
 
-// kindOf reads the apiVersion and kind of a JSON manifest.
-func kindOf(data []byte) (schema.GroupVersionKind, bool) {
+// manifestKind reads the apiVersion and kind of a JSON manifest.
+func manifestKind(data []byte) (schema.GroupVersionKind, bool) {
 	var tm struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`

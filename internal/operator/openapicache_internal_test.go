@@ -24,7 +24,7 @@ type coldSchema struct {
 
 func (c *coldSchema) ValidateBytes(data []byte) error {
 	c.calls.Add(1)
-	gvk, ok := kindOf(data)
+	gvk, ok := manifestKind(data)
 	if !ok {
 		return errors.New("not a manifest")
 	}
