@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -20,8 +19,6 @@ import (
 // or with reason ReleaseTooLarge, stalled, when the revision does not fit the
 // storage (nothing was applied then).
 func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[string]any) error {
-	// PLANTED BUG (issue 28, item 3): the values of the spec in an info log.
-	logr.FromContextOrDiscard(ctx).Info("Installing release", "release", r.Name, "values", vals)
 	return r.deploy(ctx, before, vals, deployment{
 		act: status.ActionInstall, reason: status.ReasonInstallError,
 		summary:      fmt.Sprintf("Install of release %s failed", r.Name),
