@@ -98,15 +98,24 @@ func foreignScenario() []crashStep {
 // right after write k. The test restarts it and carries on with the
 // scenario; after each step the oracle checks the namespace.
 // E2E_CRASH_POINTS (k, or a-b) runs only those crash points.
-func TestCrashAtEveryWrite(t *testing.T) { crashAtEveryWrite(t, hookScenario) }
+func TestCrashAtEveryWrite(t *testing.T) { crashAtEveryWrite(t, hookScenario, "") }
 
 // The same with a revision written by hand with the helm CLI between the
-// install and the uninstall.
-func TestCrashAtEveryWriteForeign(t *testing.T) { crashAtEveryWrite(t, foreignScenario) }
+// install and the uninstall. Unless E2E_CRASH_POINTS says otherwise
+// (E2E_CRASH_POINTS=all: every write), only the writes of the step that
+// undoes the CLI's revision are crash points, to keep the suite's time: the
+// install's and the uninstall's are TestCrashAtEveryWrite's.
+func TestCrashAtEveryWriteForeign(t *testing.T) {
+	crashAtEveryWrite(t, foreignScenario, "helm upgrade by hand")
+}
 
-func crashAtEveryWrite(t *testing.T, scenario func() []crashStep) {
+// crashAtEveryWrite records the scenario's writes, then kills the operator
+// after each (after those of the step focus only, when set and
+// E2E_CRASH_POINTS is not).
+func crashAtEveryWrite(t *testing.T, scenario func() []crashStep, focus string) {
 	var writes []string
-	t.Run("record", func(t *testing.T) { writes, _ = runCrashScenario(t, "record", scenario(), 0) })
+	var ends []int
+	t.Run("record", func(t *testing.T) { writes, _, ends = runCrashScenario(t, "record", scenario(), 0) })
 	if len(writes) == 0 {
 		t.Fatal("the recorded run logged no write")
 	}
@@ -115,6 +124,13 @@ func crashAtEveryWrite(t *testing.T, scenario func() []crashStep) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if i := slices.IndexFunc(scenario(), func(s crashStep) bool { return s.what == focus }); i >= 0 && os.Getenv("E2E_CRASH_POINTS") == "" {
+		from, to = 1, ends[i]
+		if i > 0 {
+			from = ends[i-1] + 1
+		}
+		t.Logf("crash points of the step %q only: %d-%d (E2E_CRASH_POINTS=all runs the %d)", focus, from, to, len(writes))
+	}
 	var mu sync.Mutex
 	var killed, notReached []int
 	start := time.Now()
@@ -122,7 +138,7 @@ func crashAtEveryWrite(t *testing.T, scenario func() []crashStep) {
 		for k := from; k <= to; k++ {
 			t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
 				t.Parallel()
-				log, at := runCrashScenario(t, "crash", scenario(), k)
+				log, at, _ := runCrashScenario(t, "crash", scenario(), k)
 				mu.Lock()
 				defer mu.Unlock()
 				if at == "" {
@@ -143,9 +159,9 @@ func crashAtEveryWrite(t *testing.T, scenario func() []crashStep) {
 		from, to, len(writes), time.Since(start).Seconds(), len(killed), killed, len(notReached), notReached, t.Failed())
 }
 
-// crashPoints parses E2E_CRASH_POINTS: empty means 1-n.
+// crashPoints parses E2E_CRASH_POINTS: empty or all means 1-n.
 func crashPoints(s string, n int) (from, to int, err error) {
-	if s == "" {
+	if s == "" || s == "all" {
 		return 1, n, nil
 	}
 	a, b, found := strings.Cut(s, "-")
@@ -170,8 +186,9 @@ func fieldsAfterCount(line string) string {
 // runCrashScenario runs steps in a new namespace with an operator that logs
 // its writes and, when k > 0, kills itself after write k; it restarts a
 // killed operator and checks the oracle after each step. It returns the
-// write log of the first operator and, when it was killed, its last line.
-func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (writes []string, killedAt string) {
+// write log of the first operator, when it was killed its last line, and
+// how many writes it had logged at the end of each step.
+func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (writes []string, killedAt string, ends []int) {
 	t.Helper()
 	f, err := os.CreateTemp(suite.dir, "writes-*.log")
 	if err != nil {
@@ -205,6 +222,7 @@ func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (wr
 		}
 		cancel()
 		e.checkOracle(s.oracle)
+		ends = append(ends, len(readWriteLog(t, f.Name(), e.ns)))
 	}
 	writes = readWriteLog(t, f.Name(), e.ns)
 	if k > 0 && len(writes) >= k && e.opEnv != nil {
@@ -225,7 +243,7 @@ func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (wr
 		killedAt = writes[k-1]
 		t.Logf("killed after write %s", killedAt)
 	}
-	return writes, killedAt
+	return writes, killedAt, ends
 }
 
 // restartIfCrashed restarts the operator when the crash point killed it
