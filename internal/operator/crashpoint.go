@@ -86,8 +86,12 @@ func (cp *crashPoint) wrote(method, path string, code int) {
 
 // killSelf sends SIGKILL to the process itself and waits for it.
 func killSelf() {
-	if p, err := os.FindProcess(os.Getpid()); err == nil {
-		_ = p.Kill()
+	p, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = p.Kill()
+	}
+	if err != nil {
+		panic(fmt.Sprintf("%s: killing the process: %v", CrashAfterWriteEnv, err))
 	}
 	select {}
 }
