@@ -147,9 +147,7 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	if _, err := r.Reshard(before); err != nil {
 		return err
 	}
-	// PLANTED BUG (issue 28, item 3): a pass that only re-applies keeps the
-	// deployedRelease the status has.
-	p.Deployed = Describe(before.Deployed)
+	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed)
 	vals, err := Values(obj, req.OverrideValues)
 	if err != nil {
 		return err
@@ -202,8 +200,8 @@ func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, plan Pla
 	done()
 	end()
 	p.Warned = take()
-	if p.Result.Observed && plan != PlanReapply {
-		p.DeployedKnown, p.Deployed = true, Describe(p.Result.State.Deployed)
+	if p.Result.Observed {
+		p.Deployed = Describe(p.Result.State.Deployed)
 	}
 }
 
