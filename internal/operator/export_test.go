@@ -28,3 +28,6 @@ func KubeFactory(kc kube.Interface) kube.Factory {
 
 // EncodedSize is the size of a revision as Helm's Secrets driver stores it.
 var EncodedSize = encodedSize
+
+// WithCrashPoint is the test-only crash point's installation (crashpoint.go).
+var WithCrashPoint = withCrashPoint

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -17,5 +18,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The child process of TestCrashAfterTheKthWrite: no control plane of
+	// its own, it writes to its parent's.
+	if os.Getenv(crashChildKubeconfig) != "" {
+		os.Exit(crashChild())
+	}
 	testutil.Main(m, testutil.StartControlPlane, func(c *controlplane.ControlPlane) { cp, cfg = c, c.Config })
 }

@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -171,6 +172,10 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	}
 	restConfig, err = withRateLimits(restConfig, c.KubeAPIQPS, c.KubeAPIBurst)
 	if err != nil {
+		return nil, err
+	}
+	// A test-only crash point, installed only when its variables are set (crashpoint.go).
+	if restConfig, err = withCrashPoint(restConfig, os.Getenv); err != nil {
 		return nil, err
 	}
 	mgr, namespaces, err := newManager(restConfig, c, sh)

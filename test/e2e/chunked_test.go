@@ -120,6 +120,7 @@ func TestChunkedKilledDuringUpgradeHook(t *testing.T) {
 	if len(chunks) != 3 {
 		e.t.Errorf("chunk Secrets of %d revisions (%v), want those of the 3 the history keeps", len(chunks), chunks)
 	}
+	e.checkOracle(oracleOptions{})
 
 	e.kubectl("delete", "hooked", "h", "--timeout=90s")
 	e.eventually("h", "no release Secret left after the uninstall", func(ctx context.Context) (bool, string) {

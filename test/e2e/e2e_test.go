@@ -40,7 +40,7 @@ const (
 // its Deployment really has two available replicas.
 func TestInstallBecomesReady(t *testing.T) {
 	e := newEnv(t, "e2e-install", watchOptions{})
-	e.applyNginx("web", "  replicaCount: 2\n")
+	e.applyNginx("web", "  replicaCount: 2\n  page:\n    title: "+specSecret+"\n")
 	e.waitCondition("web", typeReady)
 
 	if got := e.kubectl("get", "deployment", "web", "-o", "jsonpath={.status.availableReplicas}"); got != "2" {
@@ -55,6 +55,7 @@ func TestInstallBecomesReady(t *testing.T) {
 		e.fatalf("want status.resources with total = ready > 0 and nothing not ready\n%s", n)
 	}
 	t.Logf("Ready: %s", n.cond(typeReady).Message)
+	e.checkOracle(oracleOptions{secrets: []string{specSecret}})
 }
 
 // Scenario 2: a spec asking for more CPU than the node has turns Ready and
@@ -242,6 +243,7 @@ func TestReadinessTimeoutStalls(t *testing.T) {
 	if !containsAny(n.cond(typeStalled).Message, unschedulableHints...) {
 		t.Logf("note: Stalled's message does not say why the pod is pending")
 	}
+	e.checkOracle(oracleOptions{stalled: []string{"Nginx/web"}})
 }
 
 // Scenario 5: a readiness change that no Helm action causes. A NoExecute

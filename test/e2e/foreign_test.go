@@ -43,6 +43,7 @@ func TestHelmByHandIsUndone(t *testing.T) {
 	if p := page(); !strings.Contains(p, "From the spec") || strings.Contains(p, "By hand") {
 		e.fatalf("the page after the upgrade back: %s", p)
 	}
+	e.checkOracle(oracleOptions{})
 
 	helm("uninstall", "web")
 	e.eventually("web", "the release installed again", func(ctx context.Context) (bool, string) {
@@ -51,4 +52,5 @@ func TestHelmByHandIsUndone(t *testing.T) {
 		return err == nil && len(h) == 1 && h[0] == "1=deployed" && revision() == "1", fmt.Sprintf("history %v (%v), deployedRelease.revision %s", h, err, revision())
 	})
 	e.waitCondition("web", typeReady)
+	e.checkOracle(oracleOptions{})
 }

@@ -57,6 +57,9 @@ type env struct {
 	op *operator
 	// starts counts the operator processes started, for their log names.
 	starts int
+	// opEnv is added to the environment of the operator processes started
+	// from now on (the crash point's variables, crash_test.go).
+	opEnv []string
 }
 
 // watchOptions adjust the watches file written for a test's operator.
@@ -85,6 +88,9 @@ type watchOptions struct {
 	// its test.ignoreFailures.
 	testedChart        string
 	ignoreTestFailures bool
+	// operatorEnv, not a watch option, is the first opEnv of the test's
+	// env: added to the environment of its operator processes.
+	operatorEnv []string
 }
 
 // testedGVR is the Bulky test kind (watchOptions.tested).
@@ -99,7 +105,7 @@ var hookedGVR = schema.GroupVersionResource{Group: "test.helmapp.io", Version: "
 // releases are uninstalled), stops the operator and deletes the namespace.
 func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 	t.Helper()
-	e := &env{t: t, ns: prefix + "-" + rand.String(5), dir: testDir(t)}
+	e := &env{t: t, ns: prefix + "-" + rand.String(5), dir: testDir(t), opEnv: w.operatorEnv}
 	e.logPath = filepath.Join(e.dir, "operator.log")
 	e.kubectl("create", "namespace", e.ns)
 	t.Cleanup(func() {
@@ -155,7 +161,7 @@ func (e *env) restart() {
 	if e.starts > 1 {
 		e.logPath = filepath.Join(e.dir, fmt.Sprintf("operator-%d.log", e.starts))
 	}
-	op, err := startOperator(e.dir, e.watchesPath, e.logPath, e.ns)
+	op, err := startOperator(e.dir, e.watchesPath, e.logPath, e.ns, e.opEnv...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -243,13 +249,21 @@ type operator struct {
 	args []string
 }
 
-func startOperator(dir, watchesPath, logPath, namespace string) (*operator, error) {
-	return startOperatorAs(dir, watchesPath, logPath, namespace, suite.cp.KubeconfigPath)
+// startOperator starts the operator with the admin's credentials, env
+// added to its environment.
+func startOperator(dir, watchesPath, logPath, namespace string, env ...string) (*operator, error) {
+	return startOperatorEnv(dir, watchesPath, logPath, namespace, suite.cp.KubeconfigPath, env)
 }
 
 // startOperatorAs starts the operator with the credentials of kubeconfig and
 // the extra flags.
 func startOperatorAs(dir, watchesPath, logPath, namespace, kubeconfig string, extra ...string) (*operator, error) {
+	return startOperatorEnv(dir, watchesPath, logPath, namespace, kubeconfig, nil, extra...)
+}
+
+// startOperatorEnv is startOperatorAs with env added to the operator's
+// environment.
+func startOperatorEnv(dir, watchesPath, logPath, namespace, kubeconfig string, env []string, extra ...string) (*operator, error) {
 	args := []string{"--watches-file=" + watchesPath, "--metrics-bind-address=0", "--health-probe-bind-address=0"}
 	// E2E_OPERATOR_FLAGS adds flags, e.g. --zap-log-level=debug when chasing a failure.
 	args = append(args, extra...)
@@ -257,7 +271,7 @@ func startOperatorAs(dir, watchesPath, logPath, namespace, kubeconfig string, ex
 	// Its own process group (a terminal's Ctrl-C reaches the test binary,
 	// which stops it in order); killed by the kernel if the test binary dies.
 	p, err := controlplane.StartProcess(controlplane.Command{Name: "the operator", Binary: suite.manager, Args: args, Dir: dir,
-		Env: []string{"KUBECONFIG=" + kubeconfig, "WATCH_NAMESPACE=" + namespace}, LogPath: logPath, KillWithParent: true})
+		Env: append([]string{"KUBECONFIG=" + kubeconfig, "WATCH_NAMESPACE=" + namespace}, env...), LogPath: logPath, KillWithParent: true})
 	if err != nil {
 		return nil, err
 	}

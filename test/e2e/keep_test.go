@@ -27,6 +27,7 @@ metadata:
 `, uid))
 
 	e.kubectl("annotate", "nginx", "web", "helmapp.io/uninstall-on-delete=false")
+	e.checkOracle(oracleOptions{})
 	e.kubectl("delete", "nginx", "web", "--timeout=90s")
 	e.eventually("web", "the garbage collector to delete the canary", func(context.Context) (bool, string) {
 		out, err := e.tryKubectl("get", "configmap", "canary", "--ignore-not-found", "-o", "name")

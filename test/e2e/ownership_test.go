@@ -47,6 +47,7 @@ func TestReleaseNameTakenByAnotherKind(t *testing.T) {
 
 	e.apply("echo-web", echo)
 	e.kubectlWait("echo/web", "Stalled")
+	e.checkOracle(oracleOptions{stalled: []string{"Echo/web"}})
 	e.kubectl("delete", "nginx", "web", "--timeout=60s")
 	e.kubectlWait("echo/web", "Ready")
 	if h := e.helmHistory("web"); len(h) != 1 || h[0].Chart != "echo-0.1.0" || h[0].Status != "deployed" {

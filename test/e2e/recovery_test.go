@@ -31,6 +31,7 @@ func TestKilledDuringInstallHook(t *testing.T) {
 	n, rev := e.waitHookedReady("h")
 	e.waitEvent("h", "ReleaseUnlocked")
 	e.checkHistory("h", rev, n)
+	e.checkOracle(oracleOptions{})
 }
 
 // The same for an upgrade: revision 1 is deployed, the upgrade to revision 2
@@ -57,6 +58,7 @@ func TestKilledDuringUpgradeHook(t *testing.T) {
 	if got := e.kubectl("get", "configmap", "h", "-o", "jsonpath={.data.greeting}"); got != "again" {
 		e.fatalf("the ConfigMap says %q: the upgrade after the unlock did not apply the new spec", got)
 	}
+	e.checkOracle(oracleOptions{})
 }
 
 // applyHooked applies a Hooked named name with the given spec (YAML,
