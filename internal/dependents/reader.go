@@ -17,7 +17,11 @@ import (
 //     operator labelled objects, or by another tool; in a namespace the
 //     cache does not cover) is read live;
 //   - a cached object older than a version a reconcile already read, and
-//     every read in a context from ReadFresh, is read live.
+//     every read in a context from ReadFresh, is read live;
+//   - except that an object this process created, kept by Tracker.Created,
+//     is answered with what the create returned, or with the cache's copy
+//     when that is as new, in a fresh context too: it is what a read right
+//     after the write would return.
 //
 // Every object read is recorded in the Tracker.
 type Reader struct {
@@ -35,12 +39,24 @@ func (r Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 		return r.Live.Get(ctx, key, obj, opts...)
 	}
 	gvk := u.GroupVersionKind()
-	if !fresh(ctx) && r.Tracker.isWatched(gvk) {
+	if r.Tracker.isWatched(gvk) {
 		cached := &unstructured.Unstructured{}
 		cached.SetGroupVersionKind(gvk)
 		// Any failure of the cache (the object is not there, or in a
 		// namespace the cache does not cover) leaves the answer to the server.
-		if err := r.Cache.Get(ctx, key, cached, opts...); err == nil && !r.Tracker.stale(gvk, cached) {
+		var held *unstructured.Unstructured
+		if err := r.Cache.Get(ctx, key, cached, opts...); err == nil {
+			held = cached
+		}
+		// The object as this process' create returned it, or the cache's
+		// copy when that is as new: what the server holds now, as fresh
+		// as a read after the write (Tracker.Created).
+		if c := r.Tracker.takeCreated(gvk, key, held); c != nil {
+			u.Object = c.Object
+			r.Tracker.Saw(gvk, u)
+			return nil
+		}
+		if held != nil && !fresh(ctx) && !r.Tracker.stale(gvk, cached) {
 			u.Object = cached.Object
 			r.Tracker.Saw(gvk, u)
 			return nil

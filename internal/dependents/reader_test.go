@@ -114,3 +114,87 @@ func TestReaderFallsBackToTheServer(t *testing.T) {
 		t.Errorf("a cached version older than one already read was used")
 	}
 }
+
+// An object the operator created is read, once, from what its create
+// returned (Tracker.Created), even right after the write: the readiness
+// read that follows an install costs no request. Anything else reads the
+// server: a second read, an object dropped (Uncreated: a hook ran, Helm
+// waited), and one of which a newer version was read since.
+func TestReaderAnswersACreateWithWhatItReturned(t *testing.T) {
+	c := testutil.Client(t, cfg)
+	ns := testutil.Namespace(t, c, "reader-created")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The cache covers another namespace: it never holds these objects.
+	objCache, err := cache.New(cfg, cache.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{testutil.Namespace(t, c, "reader-other"): {}}, DefaultLabelSelector: dependents.Selector()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = objCache.Start(ctx) }()
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	probe := &unstructured.Unstructured{}
+	probe.SetGroupVersionKind(gvk)
+	if _, err := objCache.GetInformer(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	if !objCache.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	live := &countingReader{Reader: c}
+	tracker := dependents.NewTracker()
+	tracker.MarkWatched(gvk)
+	r := dependents.Reader{Cache: objCache, Live: live, Tracker: tracker}
+	fresh := dependents.ReadFresh(ctx)
+
+	create := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.Object["data"] = map[string]any{"k": "v"}
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	read := func(name string, wantLive int64) *unstructured.Unstructured {
+		t.Helper()
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		before := live.n.Load()
+		if err := r.Get(fresh, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			t.Fatalf("reading %s: %v", name, err)
+		}
+		if got := live.n.Load() - before; got != wantLive {
+			t.Errorf("reading %s: %d reads from the server, want %d", name, got, wantLive)
+		}
+		return u
+	}
+
+	created := create("created")
+	tracker.Created(created)
+	if got := read("created", 0); got.GetResourceVersion() != created.GetResourceVersion() || got.GetUID() != created.GetUID() {
+		t.Errorf("read version %s, want the created %s", got.GetResourceVersion(), created.GetResourceVersion())
+	}
+	read("created", 1) // taken once
+
+	dropped := create("dropped")
+	tracker.Created(dropped)
+	tracker.Uncreated(dropped)
+	read("dropped", 1)
+
+	// Changed since its create, and that version read: the server answers.
+	changed := create("changed")
+	tracker.Created(changed)
+	newer := changed.DeepCopy()
+	newer.Object["data"] = map[string]any{"k": "w"}
+	if err := c.Update(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	tracker.Saw(gvk, newer)
+	if got := read("changed", 1); got.GetResourceVersion() != newer.GetResourceVersion() {
+		t.Errorf("read version %s, want the newer %s", got.GetResourceVersion(), newer.GetResourceVersion())
+	}
+}

@@ -3,7 +3,9 @@ package dependents
 import (
 	"context"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -38,7 +40,19 @@ type Tracker struct {
 	watched map[schema.GroupVersionKind]bool
 	// busy are the resources being reconciled, with the events held for them.
 	busy map[ownerKey]*held
+	// created are objects as the API server returned them from this
+	// process' creates, until a read takes them (see Created).
+	created map[objectKey]createdObject
 }
+
+type createdObject struct {
+	u  *unstructured.Unstructured
+	at time.Time
+}
+
+// createdTTL bounds how long a created object is kept for a read: the read
+// it saves follows its create within the same reconcile.
+const createdTTL = time.Minute
 
 type objectKey struct {
 	gvk schema.GroupVersionKind
@@ -63,7 +77,7 @@ type heldEvent struct {
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{seen: map[objectKey]string{}, watched: map[schema.GroupVersionKind]bool{}, busy: map[ownerKey]*held{}}
+	return &Tracker{seen: map[objectKey]string{}, watched: map[schema.GroupVersionKind]bool{}, busy: map[ownerKey]*held{}, created: map[objectKey]createdObject{}}
 }
 
 func keyOf(gvk schema.GroupVersionKind, obj client.Object) objectKey {
@@ -121,6 +135,67 @@ func (t *Tracker) forget(gvk schema.GroupVersionKind, obj client.Object) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.seen, keyOf(gvk, obj))
+	delete(t.created, keyOf(gvk, obj))
+}
+
+// Created keeps u, the object as the API server returned it from a create
+// by this process, so that the next read of it (Reader.Get) is answered
+// with it instead of a request: the readiness read right after an install.
+// It is not a read: the object's creation event still counts as unseen
+// until a read takes it. Call Uncreated when anything may have changed the
+// object since (a hook ran, Helm waited).
+func (t *Tracker) Created(u *unstructured.Unstructured) {
+	if t == nil || u == nil || u.GetResourceVersion() == "" || u.GetUID() == "" {
+		return
+	}
+	now := time.Now()
+	k := keyOf(u.GroupVersionKind(), u)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for ck, c := range t.created {
+		if now.Sub(c.at) > createdTTL {
+			delete(t.created, ck)
+		}
+	}
+	t.created[k] = createdObject{u: u.DeepCopy(), at: now}
+}
+
+// Uncreated drops what Created kept of u.
+func (t *Tracker) Uncreated(u *unstructured.Unstructured) {
+	if t == nil || u == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.created, keyOf(u.GroupVersionKind(), u))
+}
+
+// takeCreated drops what Created kept of the object key of kind gvk and,
+// when that is newer than every version a reconcile has read, returns the
+// newer of it and cached (the cache's copy, nil when the cache holds none);
+// it returns nil otherwise.
+func (t *Tracker) takeCreated(gvk schema.GroupVersionKind, key client.ObjectKey, cached *unstructured.Unstructured) *unstructured.Unstructured {
+	if t == nil {
+		return nil
+	}
+	k := objectKey{gvk: gvk, key: key}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.created[k]
+	if !ok {
+		return nil
+	}
+	delete(t.created, k)
+	rv := c.u.GetResourceVersion()
+	switch {
+	case time.Since(c.at) > createdTTL:
+		return nil
+	case t.seen[k] != "" && newer(t.seen[k], rv):
+		return nil
+	case cached != nil && cached.GetUID() == c.u.GetUID() && !newer(rv, cached.GetResourceVersion()):
+		return cached // the cache has caught up
+	}
+	return c.u
 }
 
 func (t *Tracker) markWatched(gvk schema.GroupVersionKind) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
@@ -40,6 +41,9 @@ type sharedCapabilities struct {
 	// actions is the registry of running actions, whose waits a newer
 	// generation preempts (preemptibleKube).
 	actions *release.Actions
+	// created, when set, keeps the objects the actions create as the API
+	// server returned them (createdKeeper).
+	created *dependents.Tracker
 
 	// validators are the manifests' validators (validator.go).
 	validators sharedValidators
@@ -65,7 +69,7 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
 		kc.Factory = s.validators.factory(kc.Factory)
 	}
-	cfg.KubeClient = preemptible(withoutProbe(cfg.KubeClient), s.actions, obj.GetNamespace(), obj.GetName())
+	cfg.KubeClient = preemptible(withoutProbe(cfg.KubeClient), s.actions, s.created, obj.GetNamespace(), obj.GetName())
 	if cfg.Releases != nil && cfg.Releases.Driver != nil {
 		// Outside the driver Config.WrapStorage returned: its injected
 		// failures are errors, never memoized (see memoDriver).

@@ -323,7 +323,8 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	// The registry of running actions; a newer generation of a resource
 	// preempts the waits of its running action (release.Actions.Supersede).
 	actions := release.NewActions()
-	getter, err := helmclient.NewActionClientGetter(newSharedCapabilities(acg, time.Now, writes, actions), helmclient.WithFailureRollbacks(false),
+	caps := newSharedCapabilities(acg, time.Now, writes, actions)
+	getter, err := helmclient.NewActionClientGetter(caps, helmclient.WithFailureRollbacks(false),
 		// Label every object of a release, so that a label-scoped cache can watch them.
 		helmclient.AppendPostRenderers(func(_ meta.RESTMapper, _ kube.Interface, owner client.Object) postrender.PostRenderer {
 			return dependents.Labeler{Labels: sh.labelsOf(owner.GetLabels())}
@@ -368,6 +369,8 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if err != nil {
 		return nil, err
 	}
+	// Before the manager starts: no action has a configuration yet.
+	caps.created = tracker
 	if c.WrapActionClientGetter != nil {
 		getter = c.WrapActionClientGetter(getter)
 	}

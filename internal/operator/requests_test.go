@@ -48,6 +48,12 @@ func TestRequestsPerAction(t *testing.T) {
 	if got := install.count(isStorageList(ns, "echo")); got != 2 {
 		t.Errorf("install: %d lists of Helm's storage, want 2 (the reconcile's observation and the read-back):\n%s", got, install)
 	}
+	// Each of the chart's two objects (a ConfigMap, a Deployment) is read
+	// once, by Helm before it creates it (its ownership check); its
+	// readiness is judged from what the create returned.
+	if got := install.count(isObjectGet(ns)); got != 2 {
+		t.Errorf("install: %d reads of the chart's objects, want 2 (Helm's read before each create):\n%s", got, install)
+	}
 
 	// A patch: the operator writes the resource too (status, finalizer), so
 	// a Get then Update could conflict with it.
@@ -187,6 +193,16 @@ func isStorageList(ns, name string) func(event) bool {
 			}
 		}
 		return set["name"] == name && set["owner"] == "helm"
+	}
+}
+
+// isObjectGet is a read of one of the echo chart's objects (a ConfigMap or
+// a Deployment) in ns.
+func isObjectGet(ns string) func(event) bool {
+	return func(e event) bool {
+		return e.method == http.MethodGet && !e.watch &&
+			(strings.HasPrefix(e.path, "/api/v1/namespaces/"+ns+"/configmaps/") ||
+				strings.HasPrefix(e.path, "/apis/apps/v1/namespaces/"+ns+"/deployments/"))
 	}
 }
 
