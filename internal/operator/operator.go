@@ -358,7 +358,14 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), records, reconciler.RecordIndex, reconciler.RecordIndexValue); err != nil {
 		return nil, fmt.Errorf("indexing Helm's release records: %w", err)
 	}
-	memo := release.NewMemo()
+	// After a restart, the first miss of the memo in a namespace lists the
+	// namespace's deployed records of the shard in pages, as the operator
+	// (release.ListDeployed): a restart costs a few lists, not one read per
+	// resource.
+	memo := release.NewPreloadingMemo(release.ListDeployed(mgr.GetAPIReader(), sh.and(release.DeployedRecordSelector)),
+		func(ns string, err error) {
+			mgr.GetLogger().Info("listing the deployed release records failed; each is read alone", "namespace", ns, "error", err.Error())
+		})
 	rec, err := metrics.New(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering the metrics: %w", err)
