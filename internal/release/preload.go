@@ -17,19 +17,22 @@ import (
 // Restart preload (issue 27 item 5). A new process starts with an empty
 // memo: without more, the first reconcile of each settled resource reads
 // its release's latest record alone, one request per resource. With a
-// loader, the first miss of the memo in a namespace lists the namespace's
-// deployed Helm records once, in pages, and keeps each, decoded as Helm's
-// Secrets driver decodes it and trimmed as the memo trims, under its release
-// with the name and resourceVersion of its Secret. A later miss for the
-// same release takes it from there when the metadata cache shows the same
-// Secret at the same resourceVersion, and ObserveSettled checks it as it
-// checks what it reads alone: a record written while no operator ran (a
-// newer revision, or any write to the record) does not match and is read
-// as before. Concurrent first misses in a namespace wait for the one list;
-// a list that fails (forbidden, or the server unavailable) leaves what it
-// did not get to the per-record read, and is not tried again by this
-// process. What no reconcile took within preloadTTL is dropped, so that the
-// memory held stays what the memo holds of the releases reconciled.
+// loader, the first miss of the memo in a namespace for a revision this
+// process did not write (one it wrote was read back after its action)
+// lists the namespace's deployed Helm records once, in pages, and keeps
+// each, decoded as Helm's Secrets driver decodes it and trimmed as the memo
+// trims, under its release with the name and resourceVersion of its Secret.
+// A later miss for the same release takes it from there when the metadata
+// cache shows the same Secret at the same resourceVersion, and
+// ObserveSettled checks it as it checks what it reads alone: a record
+// written while no operator ran (a newer revision, or any write to the
+// record) does not match and is read as before. Concurrent first misses in
+// a namespace wait for the one list; a list that fails (forbidden, or the
+// server unavailable) leaves what it did not get to the per-record read,
+// and is not tried again by this process. The chunked driver's records are
+// not listed: they are read alone. What no reconcile took within
+// preloadTTL is dropped, so that the memory held stays what the memo holds
+// of the releases reconciled.
 
 // A Loader lists the deployed release records of namespace ns, handing
 // each Secret to add as it arrives (a page at a time), and returns the

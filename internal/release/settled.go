@@ -85,14 +85,17 @@ func (m *Memo) Len() int {
 }
 
 // get is the revision of release ns/name that the memo holds at Secret key
-// and resourceVersion rv, or else that the namespace's preload found there
-// (nil for none).
-func (m *Memo) get(ns, name, key, rv string) *release.Release {
+// and resourceVersion rv, or else, with preload, that the namespace's
+// preload found there (nil for none).
+func (m *Memo) get(ns, name, key, rv string, preload bool) *release.Release {
 	m.mu.Lock()
 	e, ok := m.m[ns+"/"+name]
 	m.mu.Unlock()
 	if ok && e.key == key && e.resourceVersion == rv {
 		return copyRelease(e.rel)
+	}
+	if !preload {
+		return nil
 	}
 	return m.preloaded(ns, name, key, rv)
 }
@@ -127,7 +130,10 @@ func (r *Runner) ObserveSettled(records []Record, memo *Memo) (st State, fromMem
 		return st, false, err
 	}
 	id := r.Namespace + "/" + r.Name
-	if rel := memo.get(r.Namespace, r.Name, latest.Key, latest.ResourceVersion); rel != nil && r.settled(rel, version) {
+	// A revision this process wrote was read back after its action: the
+	// namespace's list is for those it found (after a restart).
+	preload := r.Actions == nil || r.Actions.Wrote(r.Namespace, r.Name) < version
+	if rel := memo.get(r.Namespace, r.Name, latest.Key, latest.ResourceVersion, preload); rel != nil && r.settled(rel, version) {
 		return State{Latest: rel, Deployed: rel}, true, nil
 	}
 	if cfg := r.Client.Config(); cfg != nil && cfg.Releases != nil {
