@@ -130,6 +130,10 @@ type Config struct {
 	// list that reaches the server passes through it, and a list it fails is
 	// never remembered.
 	WrapStorage func(driver.Driver) driver.Driver
+	// WrapPreload wraps the list of a namespace's deployed release records
+	// that fills the memo of settled revisions after a restart
+	// (release.Loader).
+	WrapPreload func(release.Loader) release.Loader
 }
 
 // The dependents package implements Helm's post-renderer without importing Helm.
@@ -359,7 +363,18 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), records, reconciler.RecordIndex, reconciler.RecordIndexValue); err != nil {
 		return nil, fmt.Errorf("indexing Helm's release records: %w", err)
 	}
-	memo := release.NewMemo()
+	// After a restart, the first miss of the memo in a namespace lists the
+	// namespace's deployed records of the shard in pages, as the operator
+	// (release.ListDeployed): a restart costs a few lists, not one read per
+	// resource.
+	load := release.ListDeployed(mgr.GetAPIReader(), sh.and(release.DeployedRecordSelector))
+	if c.WrapPreload != nil {
+		load = c.WrapPreload(load)
+	}
+	memo := release.NewPreloadingMemo(load,
+		func(ns string, err error) {
+			mgr.GetLogger().Info("listing the deployed release records failed; each is read alone", "namespace", ns, "error", err.Error())
+		})
 	rec, err := metrics.New(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering the metrics: %w", err)

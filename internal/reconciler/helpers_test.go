@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	rel "github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
@@ -207,6 +208,16 @@ func (e *env) configure(logger logr.Logger, mutate []func(*operator.Config)) fun
 		}
 		c.WrapStorage = func(d driver.Driver) driver.Driver {
 			return &faultyDriver{Driver: d, fail: &e.failStorageQuery, failUpdate: &e.failStorageUpdate, failAfterDeploy: &e.failAfterDeploy}
+		}
+		// The storage's fault reaches the list of deployed records that
+		// fills a new process' memo too: that list reads the storage.
+		c.WrapPreload = func(load rel.Loader) rel.Loader {
+			return func(ctx context.Context, ns string, add func(*corev1.Secret)) error {
+				if e.failStorageQuery.Load() {
+					return fmt.Errorf("injected: the storage could not list the deployed records of %s", ns)
+				}
+				return load(ctx, ns, add)
+			}
 		}
 		c.WrapReader = func(r client.Reader) client.Reader { return faultyReader{Reader: r, fault: &e.readFault} }
 		c.WrapActionClientGetter = func(g helmclient.ActionClientGetter) helmclient.ActionClientGetter {

@@ -39,6 +39,12 @@ type Record struct {
 type Memo struct {
 	mu sync.Mutex
 	m  map[string]memoEntry
+
+	// load, when set, lists a namespace's deployed records on the first
+	// miss there (preload.go); loadFailed is told of a list that failed.
+	load       Loader
+	loadFailed func(ns string, err error)
+	pre        map[string]*preload
 }
 
 type memoEntry struct {
@@ -47,7 +53,16 @@ type memoEntry struct {
 }
 
 // NewMemo returns an empty memo.
-func NewMemo() *Memo { return &Memo{m: map[string]memoEntry{}} }
+func NewMemo() *Memo { return &Memo{m: map[string]memoEntry{}, pre: map[string]*preload{}} }
+
+// NewPreloadingMemo returns an empty memo that, on its first miss in a
+// namespace, lists the namespace's deployed records with load (see
+// preload.go); failed, when not nil, is told of a list that failed.
+func NewPreloadingMemo(load Loader, failed func(ns string, err error)) *Memo {
+	m := NewMemo()
+	m.load, m.loadFailed = load, failed
+	return m
+}
 
 // Forget drops what the memo holds of release ns/name.
 func (m *Memo) Forget(ns, name string) {
@@ -57,6 +72,9 @@ func (m *Memo) Forget(ns, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.m, ns+"/"+name)
+	if p := m.pre[ns]; p != nil {
+		delete(p.byRelease, name)
+	}
 }
 
 // Len is the number of releases the memo holds.
@@ -66,14 +84,20 @@ func (m *Memo) Len() int {
 	return len(m.m)
 }
 
-func (m *Memo) get(release, key, rv string) *release.Release {
+// get is the revision of release ns/name that the memo holds at Secret key
+// and resourceVersion rv, or else, with preload, that the namespace's
+// preload found there (nil for none).
+func (m *Memo) get(ns, name, key, rv string, preload bool) *release.Release {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.m[release]
-	if !ok || e.key != key || e.resourceVersion != rv {
+	e, ok := m.m[ns+"/"+name]
+	m.mu.Unlock()
+	if ok && e.key == key && e.resourceVersion == rv {
+		return copyRelease(e.rel)
+	}
+	if !preload {
 		return nil
 	}
-	return copyRelease(e.rel)
+	return m.preloaded(ns, name, key, rv)
 }
 
 func (m *Memo) put(release, key, rv string, rel *release.Release) {
@@ -84,8 +108,9 @@ func (m *Memo) put(release, key, rv string, rel *release.Release) {
 
 // ObserveSettled is Observe for a release that records (the metadata
 // cache's records of the release) show settled: its latest revision comes
-// from memo when the memo holds it at the resourceVersion the cache shows
-// (no request), else it is read alone (one Get of its record) and
+// from memo when the memo holds it at the resourceVersion the cache shows,
+// or its namespace's preload listed it there (no request of its own; see
+// preload.go), else it is read alone (one Get of its record) and
 // remembered. Whatever is not settled — no record, a latest revision not
 // deployed (pending, failed, uninstalled), newer than the status and this
 // process know (foreign, or the cache behind this process' writes),
@@ -105,7 +130,10 @@ func (r *Runner) ObserveSettled(records []Record, memo *Memo) (st State, fromMem
 		return st, false, err
 	}
 	id := r.Namespace + "/" + r.Name
-	if rel := memo.get(id, latest.Key, latest.ResourceVersion); rel != nil && r.settled(rel, version) {
+	// A revision this process wrote was read back after its action: the
+	// namespace's list is for those it found (after a restart).
+	preload := r.Actions == nil || r.Actions.Wrote(r.Namespace, r.Name) < version
+	if rel := memo.get(r.Namespace, r.Name, latest.Key, latest.ResourceVersion, preload); rel != nil && r.settled(rel, version) {
 		return State{Latest: rel, Deployed: rel}, true, nil
 	}
 	if cfg := r.Client.Config(); cfg != nil && cfg.Releases != nil {
