@@ -185,7 +185,7 @@ func generateHistory(seed uint64, steps int) (res []*randomResource, history []r
 		step   randomStep
 	}{
 		{1, randomStep{what: "SIGKILL the operator and restart it", perturbation: true, do: func(e *env) { e.kill(); e.restart() }}},
-		{1, randomStep{what: "restart the API server", perturbation: true, do: func(e *env) { e.restartAPIServer() }}},
+		{1, randomStep{what: "restart the API server", perturbation: true, do: func(e *env) { e.restartAPIServer(); e.restartIfStartFailed() }}},
 	}
 	// killDuring changes the spec of r and SIGKILLs the operator after a
 	// delay, so that the kill may land inside the upgrade.
@@ -353,4 +353,24 @@ func randomOracle(state map[string]*randomResource) oracleOptions {
 		}
 	}
 	return o
+}
+
+// restartIfStartFailed restarts the operator when it exited because it
+// could not reach the API server as it started (the API server restarted
+// just then): it exits with "creating the manager", and in a cluster the
+// kubelet would start it again.
+func (e *env) restartIfStartFailed() {
+	e.t.Helper()
+	select {
+	case <-e.op.Done():
+	case <-time.After(2 * time.Second):
+		return
+	}
+	b, _ := os.ReadFile(e.logPath)
+	if !strings.Contains(string(b), "error: creating the manager:") {
+		return // the oracle reports it
+	}
+	_ = e.op.Stop(0) // closes its log
+	e.t.Logf("the operator, starting as the API server restarted, exited (%v); restarting it as a kubelet would", e.op.Err())
+	e.restart()
 }
