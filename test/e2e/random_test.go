@@ -72,14 +72,15 @@ func soak(t *testing.T, minutes string, steps int) {
 	end := time.Now().Add(time.Duration(m * float64(time.Minute)))
 	var f soakFigures
 	start := time.Now()
-	seed := uint64(time.Now().UnixNano() % 1_000_000_000)
+	first := uint64(time.Now().UnixNano() % 1_000_000_000)
+	seed := first
 	for time.Now().Before(end) && !t.Failed() {
 		s := seed
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runHistory(t, s, steps, &f) })
 		seed++
 	}
 	t.Logf("soak: %.1f min, %d histories of %d steps (first seed %d), %d steps, %d perturbations, %d oracle checks held; failed: %v",
-		time.Since(start).Minutes(), f.histories, steps, seed-uint64(f.histories), f.steps, f.perturbations, f.oracleChecks, t.Failed())
+		time.Since(start).Minutes(), f.histories, steps, first, f.steps, f.perturbations, f.oracleChecks, t.Failed())
 }
 
 // randomResource is the generator's model of one resource.
@@ -291,8 +292,17 @@ func runHistory(t *testing.T, seed uint64, steps int, f *soakFigures) {
 	done := 0
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("FAILED at step %d of seed %d; replay: make test-e2e RANDOM_SEED=%d RANDOM_STEPS=%d (the shortest failing prefix: RANDOM_STEPS=%d)",
-				done+1, seed, seed, steps, done+1)
+			at := fmt.Sprintf("step %d", done+1)
+			switch {
+			case done == len(history):
+				at = "the end (every resource resumed)"
+			case done == len(history)+1:
+				at = "the end (every resource deleted)"
+			case done > len(history)+1:
+				at = "the test's cleanup"
+			}
+			t.Logf("FAILED at %s of seed %d; replay: make test-e2e RANDOM_SEED=%d RANDOM_STEPS=%d (the shortest failing prefix: RANDOM_STEPS=%d)",
+				at, seed, seed, steps, min(done+1, len(history)))
 		}
 	})
 	e := newEnv(t, fmt.Sprintf("e2e-random-%d", seed%100000), watchOptions{})
@@ -315,8 +325,28 @@ func runHistory(t *testing.T, seed uint64, steps int, f *soakFigures) {
 			f.perturbations++
 		}
 	}
+	// The end: every paused resource resumed (a paused resource's deletion
+	// waits, docs/recovery.md), then every resource deleted; the oracle
+	// after each, the releases all gone at last.
+	for _, m := range res {
+		if r := state[m.key()]; r.exists && r.paused {
+			e.kubectl("annotate", strings.ToLower(r.kind), r.name, "helmapp.io/paused-")
+			r.paused = false
+		}
+	}
+	e.checkOracle(randomOracle(state))
+	done++
+	for _, m := range res {
+		if r := state[m.key()]; r.exists {
+			e.kubectl("delete", strings.ToLower(r.kind), r.name, "--wait=false")
+			r.exists, r.bad = false, false
+		}
+	}
+	e.checkOracle(randomOracle(state))
+	done++
+	f.oracleChecks += 2
 	f.histories++
-	t.Logf("seed %d: %d steps, every oracle check held, in %.0fs", seed, steps, time.Since(start).Seconds())
+	t.Logf("seed %d: %d steps, then every resource resumed and deleted, every oracle check held, in %.0fs", seed, steps, time.Since(start).Seconds())
 }
 
 // applyToModel follows a step's effect on what the oracle expects: the
