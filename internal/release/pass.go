@@ -140,9 +140,22 @@ func (p *Pass) Wrote() bool {
 // needs, asks the rollout, runs the plan and then the chart's tests when
 // they are due. Only a release that is the resource's own is acted on or
 // described.
+//
+// A pass that observed the release from the cache of Helm's records and
+// found, just before re-applying drifted objects, that Helm's storage has
+// moved on (a StaleView: nothing was written) starts over once, observing
+// Helm's storage itself.
 func Reconcile(ctx context.Context, req PassRequest) *Pass {
 	p := &Pass{}
 	p.Err = p.run(ctx, req)
+	if isStale(p.Err) && req.Records != nil {
+		if req.Memo != nil {
+			req.Memo.Forget(req.Object.GetNamespace(), req.Object.GetName())
+		}
+		req.Records, req.Memo = nil, nil
+		p = &Pass{}
+		p.Err = p.run(ctx, req)
+	}
 	return p
 }
 
@@ -198,6 +211,9 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 		}
 	}
 	p.runPlan(ctx, r, req, plan, done, before, vals)
+	if isStale(p.RunErr) && req.Records != nil {
+		return p.RunErr // nothing ran: Reconcile starts over
+	}
 	p.step(req, StepRan)
 	if p.RunErr != nil {
 		return p.RunErr

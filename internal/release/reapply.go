@@ -2,8 +2,10 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +49,9 @@ func (r *Runner) reapply(ctx context.Context, st State) ([]string, error) {
 	}
 	if len(writes) == 0 {
 		return nil, nil
+	}
+	if err := r.confirmLatest(st); err != nil {
+		return nil, err
 	}
 	if r.Access != nil {
 		var perms []Permission
@@ -155,4 +160,59 @@ func helmOwnership(u *unstructured.Unstructured, release, namespace string) {
 	a["meta.helm.sh/release-name"] = release
 	a["meta.helm.sh/release-namespace"] = namespace
 	u.SetAnnotations(a)
+}
+
+// StaleView is the failure of a re-apply that found Helm's storage no longer
+// as the pass observed it: the pass observed the release from the cache of
+// Helm's records (and the memo of settled revisions), which lags behind the
+// API server after a watch broke or while an event is on its way, and a
+// revision was written meanwhile (a helm upgrade by hand still running, a
+// rollback, an uninstall). Nothing was written; Reconcile starts the pass
+// over from Helm's storage itself.
+type StaleView struct {
+	// Observed and Found are the latest revision and its status as the pass
+	// observed them and as Helm's storage holds them (0 and "" for none).
+	Observed, Found     int
+	ObservedAs, FoundAs string
+}
+
+func (e *StaleView) Error() string {
+	return fmt.Sprintf("the cached view of Helm's storage showed revision %d %s as the latest, Helm's storage holds revision %d %s",
+		e.Observed, e.ObservedAs, e.Found, e.FoundAs)
+}
+
+// confirmLatest reads the release's history from Helm's storage (one list)
+// before a re-apply writes, and returns a *StaleView when its latest
+// revision is not the one st observed: objects are restored to the deployed
+// revision only while it is still the latest, never over a revision someone
+// else is writing or wrote. It is called only once drift was found, so a
+// re-apply that finds none costs no request.
+func (r *Runner) confirmLatest(st State) error {
+	fresh, err := Observe(r.Client, r.Name)
+	if err != nil {
+		return err
+	}
+	v, s := revisionOf(st.Latest)
+	fv, fs := revisionOf(fresh.Latest)
+	if v != fv || s != fs {
+		return &StaleView{Observed: v, ObservedAs: s, Found: fv, FoundAs: fs}
+	}
+	return nil
+}
+
+// revisionOf is rel's version and status, 0 and "" for none.
+func revisionOf(rel *release.Release) (int, string) {
+	if rel == nil {
+		return 0, ""
+	}
+	if rel.Info == nil {
+		return rel.Version, ""
+	}
+	return rel.Version, rel.Info.Status.String()
+}
+
+// isStale tells whether err is a re-apply's StaleView.
+func isStale(err error) bool {
+	var s *StaleView
+	return errors.As(err, &s)
 }
