@@ -54,7 +54,7 @@ func storedRelease(t *testing.T, name string, version int, status release.Status
 			Notes: "Thank you for installing echo."},
 		Hooks: []*release.Hook{{Name: name + "-check", Kind: "Pod", Path: "echo/templates/check.yaml",
 			Manifest: "apiVersion: v1\nkind: Pod\n", Events: []release.HookEvent{release.HookPostInstall},
-			LastRun: release.HookExecution{StartedAt: at, CompletedAt: at, Phase: release.HookPhaseSucceeded},
+			LastRun:        release.HookExecution{StartedAt: at, CompletedAt: at, Phase: release.HookPhaseSucceeded},
 			DeletePolicies: []release.HookDeletePolicy{release.HookBeforeHookCreation}}},
 		Labels: map[string]string{"helmapp.io/chart-digest": "0123abcd", "team": "web"},
 	}
