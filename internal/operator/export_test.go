@@ -6,6 +6,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
@@ -42,4 +43,10 @@ func NewHelmSecrets(impl corev1client.SecretInterface, now func() time.Time) dri
 		d.now = now
 	}
 	return d
+}
+
+// StorageDriver is the operator's release storage mapper, chunked for the
+// kinds in chunked.
+func StorageDriver(chunked map[schema.GroupVersionKind]bool) helmclient.ObjectToStorageDriverMapper {
+	return storageDriver(chunked, nil)
 }

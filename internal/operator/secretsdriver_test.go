@@ -15,16 +15,20 @@ import (
 	"testing"
 	"time"
 
+	hopstorage "github.com/operator-framework/helm-operator-plugins/pkg/storage"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
@@ -313,5 +317,179 @@ func TestSecretsDriverRefusesATooLargeRecordBeforeWriting(t *testing.T) {
 	}
 	if _, err := sc.Get(context.Background(), "sh.helm.release.v1.huge.v1", metav1.GetOptions{}); err == nil {
 		t.Errorf("the too-large record was written")
+	}
+}
+
+// The helm CLI, v3 and v4, reads the records the operator's driver wrote
+// (list, history, get values, get manifest, as Helm's own driver decodes
+// them), and `helm upgrade` by the v3 CLI over them works: it marks the
+// operator's revision superseded and stores its own, which the operator
+// then reads with its driver and undoes (a foreign revision).
+func TestHelmCLIReadsAndUpgradesOurRecords(t *testing.T) {
+	ctx := context.Background()
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "cli-records")
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns})
+	if err := c.Create(ctx, tu.NewCR(tu.EchoGVK, ns, "echo", map[string]any{"message": "one"})); err != nil {
+		t.Fatal(err)
+	}
+	tu.WaitForCondition(t, c, tu.EchoGVK, ns, "echo", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	stored, err := driver.NewSecrets(secretsClient(t, ns)).Get("sh.helm.release.v1.echo.v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for name, run := range map[string]func(context.Context, ...string) (string, error){"helm": cp.Helm, "helm4": cp.Helm4} {
+		cli := func(args ...string) string {
+			t.Helper()
+			out, err := run(ctx, append(args, "-n", ns)...)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return out
+		}
+		var list []struct{ Name, Revision, Status, Chart string }
+		if err := json.Unmarshal([]byte(cli("list", "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].Name != "echo" || list[0].Revision != "1" || list[0].Status != "deployed" || !strings.HasPrefix(list[0].Chart, "echo-") {
+			t.Errorf("%s list: %+v, want echo revision 1 deployed", name, list)
+		}
+		var hist []struct {
+			Revision            int
+			Status, Description string
+		}
+		if err := json.Unmarshal([]byte(cli("history", "echo", "-o", "json")), &hist); err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 1 || hist[0].Revision != 1 || hist[0].Status != "deployed" || hist[0].Description != "Install complete" {
+			t.Errorf("%s history: %+v, want revision 1 deployed (Install complete)", name, hist)
+		}
+		var vals map[string]any
+		if err := json.Unmarshal([]byte(cli("get", "values", "echo", "-o", "json")), &vals); err != nil {
+			t.Fatal(err)
+		}
+		if vals["message"] != "one" {
+			t.Errorf("%s get values: %v, want message one", name, vals)
+		}
+		if got := cli("get", "manifest", "echo"); strings.TrimSpace(got) != strings.TrimSpace(stored.Manifest) || !strings.Contains(got, "kind: ConfigMap") {
+			t.Errorf("%s get manifest:\n%s\nwant the stored manifest:\n%s", name, got, stored.Manifest)
+		}
+	}
+
+	if out, err := cp.Helm(ctx, "upgrade", "echo", filepath.Join(tu.RepoRoot(), "helm-charts", "echo"), "-n", ns,
+		"--reuse-values", "--set", "message=cli"); err != nil {
+		t.Fatalf("helm upgrade over the operator's records: %v\n%s", err, out)
+	}
+	h := driver.NewSecrets(secretsClient(t, ns))
+	cliRev, err := h.Get("sh.helm.release.v1.echo.v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cliRev.Config["message"] != "cli" || cliRev.Info.Description != "Upgrade complete" {
+		t.Errorf("the CLI's revision 2: values %v, %q", cliRev.Config, cliRev.Info.Description)
+	}
+	// The operator undoes the CLI's revision with one of its own, over the
+	// CLI's record.
+	tu.Eventually(t, time.Minute, "the operator's revision 3 over the CLI's", func() (bool, string) {
+		r, err := h.Get("sh.helm.release.v1.echo.v3")
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Info.Status == release.StatusDeployed && r.Config["message"] == "one", fmt.Sprintf("%s %v", r.Info.Status, r.Config)
+	})
+	out, err := cp.Helm4(ctx, "history", "echo", "-n", ns, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist []struct {
+		Revision int
+		Status   string
+	}
+	if err := json.Unmarshal([]byte(out), &hist); err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 3 || hist[0].Status != "superseded" || hist[1].Status != "superseded" || hist[2].Status != "deployed" {
+		t.Errorf("helm4 history after the CLI's upgrade and the operator's: %+v, want 1, 2 superseded, 3 deployed", hist)
+	}
+}
+
+// Chunked storage stays helm-operator-plugins' driver: a kind whose watch
+// says chunked writes a revision too large for one Secret as that driver's
+// index and chunk Secrets (owner helm-app-operator, never Helm's type),
+// which that driver reads back as the same release; Helm-format records
+// written before the switch (by our driver) are read beside them, and
+// each is deleted by the driver that holds it.
+func TestChunkedStorageIsUnchanged(t *testing.T) {
+	ctx := context.Background()
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "chunked-records")
+	owner := tu.NewCR(tu.EchoGVK, ns, "big", map[string]any{"message": "one"})
+	if err := c.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	owner.SetGroupVersionKind(tu.EchoGVK)
+	plain, err := operator.StorageDriver(nil)(ctx, owner, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunked, err := operator.StorageDriver(map[schema.GroupVersionKind]bool{tu.EchoGVK: true})(ctx, owner, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := storedRelease(t, "big", 1, release.StatusSuperseded, false)
+	if err := plain.Create("sh.helm.release.v1.big.v1", old); err != nil {
+		t.Fatal(err)
+	}
+	rel := storedRelease(t, "big", 2, release.StatusDeployed, false)
+	b := make([]byte, 1200<<10)
+	rand.New(rand.NewSource(2)).Read(b)
+	rel.Manifest = base64.StdEncoding.EncodeToString(b)
+	if err := chunked.Create("sh.helm.release.v1.big.v2", rel); err != nil {
+		t.Fatal(err)
+	}
+
+	sc := secretsClient(t, ns)
+	index := getSecret(t, sc, "sh.helm.release.v1.big.v2")
+	if index.Type != hopstorage.SecretTypeChunkedIndex || index.Labels["owner"] != "helm-app-operator" {
+		t.Errorf("the chunked revision's Secret: type %s, labels %v", index.Type, index.Labels)
+	}
+	if refs := index.OwnerReferences; len(refs) != 1 || refs[0].UID != owner.GetUID() {
+		t.Errorf("the index Secret's owner references: %v", refs)
+	}
+	hop := hopstorage.NewChunkedSecrets(sc, "helm-app-operator", hopstorage.ChunkedSecretsConfig{ChunkSize: (1024 - 8) * 1024})
+	got, err := hop.Get("sh.helm.release.v1.big.v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Manifest != rel.Manifest || got.Version != 2 || got.Info.Status != release.StatusDeployed || got.Config["message"] != rel.Config["message"] {
+		t.Errorf("helm-operator-plugins' driver reads another release back: version %d, %s", got.Version, got.Info.Status)
+	}
+	if h := getSecret(t, sc, "sh.helm.release.v1.big.v1"); h.Type != "helm.sh/release.v1" {
+		t.Errorf("the plain revision's type %s", h.Type)
+	}
+	rels, err := chunked.Query(map[string]string{"name": "big", "owner": "helm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := []int{}
+	for _, r := range rels {
+		versions = append(versions, r.Version)
+	}
+	slices.Sort(versions)
+	if !slices.Equal(versions, []int{1, 2}) {
+		t.Errorf("the chunked kind's history: revisions %v, want 1 (Helm's format) and 2 (chunked)", versions)
+	}
+	for _, key := range []string{"sh.helm.release.v1.big.v1", "sh.helm.release.v1.big.v2"} {
+		if _, err := chunked.Delete(key); err != nil {
+			t.Errorf("Delete %s: %v", key, err)
+		}
+	}
+	list, err := sc.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("%d Secrets left after deleting both revisions", len(list.Items))
 	}
 }
