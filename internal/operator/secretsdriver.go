@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -41,7 +42,8 @@ import (
 //     Query with every label, as Helm's driver does; records that do not
 //     decode are skipped by List and Query.
 //
-// What it does differently: the gzip writer and reader and the buffers are
+// What it does differently: it answers a Query again from what it knows
+// (see known), the gzip writer and reader and the buffers are
 // pooled (Helm allocates a new compressor, about 1 MiB of state, for every
 // record it writes); a revision too large for its Secret
 // (release.TooLargeError) is refused before the request, measured on the
@@ -52,13 +54,34 @@ type helmSecrets struct {
 	impl corev1client.SecretInterface
 	// now is the clock of the createdAt and modifiedAt labels.
 	now func() time.Time
+
+	mu sync.Mutex
+	// known holds, by label selector, the Secrets a Query listed, with
+	// every write this driver made since applied to them as the API server
+	// answered it (the created or updated Secret, resourceVersion and all;
+	// a deleted one gone). A Query by the same labels is answered from it:
+	// the read-back of Helm's storage after an action is then no request.
+	//
+	// The driver lives for one action configuration (one reconcile), so
+	// what it knows is what the reconcile's own list found plus what the
+	// reconcile wrote. A write that fails, for any reason (a failed write
+	// may have landed; a create refused as existing means someone else
+	// wrote), forgets everything and answers no more Query from memory.
+	// What it cannot see is a record someone else wrote meanwhile: that
+	// write's watch event is not this process' own (release.Writes), so it
+	// reconciles the resource again, and the next configuration lists.
+	known map[string]map[string]*corev1.Secret
+	// gen counts writes begun and ended, so that a list that overlapped a
+	// write is not kept; broken is set by a write that failed.
+	gen    uint64
+	broken bool
 }
 
 var _ driver.Driver = (*helmSecrets)(nil)
 
 // newHelmSecrets is the driver over the Secrets client impl.
 func newHelmSecrets(impl corev1client.SecretInterface) *helmSecrets {
-	return &helmSecrets{impl: impl, now: time.Now}
+	return &helmSecrets{impl: impl, now: time.Now, known: map[string]map[string]*corev1.Secret{}}
 }
 
 // Name is Helm's Secrets driver's name: Helm's actions tell drivers apart
@@ -109,23 +132,94 @@ func (d *helmSecrets) Query(labels map[string]string) ([]*helmrelease.Release, e
 		}
 		set[k] = v
 	}
-	list, err := d.impl.List(context.Background(), metav1.ListOptions{LabelSelector: set.AsSelector().String()})
-	if err != nil {
-		return nil, fmt.Errorf("query: failed to query with labels: %w", err)
+	sel := set.AsSelector().String()
+	items, ok, gen := d.knownList(sel)
+	if !ok {
+		list, err := d.impl.List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, fmt.Errorf("query: failed to query with labels: %w", err)
+		}
+		items = make([]*corev1.Secret, 0, len(list.Items))
+		for i := range list.Items {
+			items = append(items, &list.Items[i])
+		}
+		d.keep(sel, items, gen)
 	}
-	if len(list.Items) == 0 {
+	if len(items) == 0 {
 		return nil, driver.ErrReleaseNotFound
 	}
 	var out []*helmrelease.Release
-	for i := range list.Items {
-		r, err := decodeRelease(list.Items[i].Data["release"])
+	for _, item := range items {
+		r, err := decodeRelease(item.Data["release"])
 		if err != nil {
 			continue
 		}
-		r.Labels = list.Items[i].Labels
+		r.Labels = maps.Clone(item.Labels)
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// knownList is what the driver knows of the Secrets selected by sel, in
+// name order, if it knows; gen is the write count to keep a list under.
+func (d *helmSecrets) knownList(sel string) ([]*corev1.Secret, bool, uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	byName, ok := d.known[sel]
+	if !ok || d.broken {
+		return nil, false, d.gen
+	}
+	names := slices.Sorted(maps.Keys(byName))
+	out := make([]*corev1.Secret, 0, len(names))
+	for _, n := range names {
+		out = append(out, byName[n])
+	}
+	return out, true, d.gen
+}
+
+// keep keeps a list of sel made while the write count was gen, unless a
+// write began or ended since.
+func (d *helmSecrets) keep(sel string, items []*corev1.Secret, gen uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gen != gen || d.broken {
+		return
+	}
+	byName := make(map[string]*corev1.Secret, len(items))
+	for _, s := range items {
+		byName[s.Name] = s
+	}
+	d.known[sel] = byName
+}
+
+// writing counts a write begun.
+func (d *helmSecrets) writing() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gen++
+}
+
+// wrote applies the end of a write of the Secret name to what the driver
+// knows: s is the Secret as the server returned it (nil: deleted), err the
+// write's error (which forgets everything).
+func (d *helmSecrets) wrote(name string, s *corev1.Secret, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gen++
+	if err != nil || (s != nil && s.ResourceVersion == "") {
+		d.broken = true
+		clear(d.known)
+		return
+	}
+	for sel, byName := range d.known {
+		delete(byName, name)
+		if s == nil {
+			continue
+		}
+		if parsed, perr := kblabels.Parse(sel); perr == nil && parsed.Matches(kblabels.Set(s.Labels)) {
+			byName[name] = s
+		}
+	}
 }
 
 func (d *helmSecrets) Create(key string, rls *helmrelease.Release) error {
@@ -133,7 +227,10 @@ func (d *helmSecrets) Create(key string, rls *helmrelease.Release) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.impl.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+	d.writing()
+	got, err := d.impl.Create(context.Background(), obj, metav1.CreateOptions{})
+	d.wrote(key, got, err)
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return driver.ErrReleaseExists
 		}
@@ -147,7 +244,10 @@ func (d *helmSecrets) Update(key string, rls *helmrelease.Release) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.impl.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+	d.writing()
+	got, err := d.impl.Update(context.Background(), obj, metav1.UpdateOptions{})
+	d.wrote(key, got, err)
+	if err != nil {
 		return fmt.Errorf("update: failed to update: %w", err)
 	}
 	return nil
@@ -158,7 +258,10 @@ func (d *helmSecrets) Delete(key string) (*helmrelease.Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rls, d.impl.Delete(context.Background(), key, metav1.DeleteOptions{})
+	d.writing()
+	err = d.impl.Delete(context.Background(), key, metav1.DeleteOptions{})
+	d.wrote(key, nil, err)
+	return rls, err
 }
 
 // secret is the Secret that stores rls under key, its time label stamp

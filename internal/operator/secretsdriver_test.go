@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -491,5 +492,100 @@ func TestChunkedStorageIsUnchanged(t *testing.T) {
 	}
 	if len(list.Items) != 0 {
 		t.Errorf("%d Secrets left after deleting both revisions", len(list.Items))
+	}
+}
+
+// The driver answers a Query it listed before from that list and its own
+// writes since, as the API server returned them: no request, and the same
+// releases and labels a real list returns (Helm's driver, asked
+// afterwards), by the history's labels and by a status selector too. A
+// record someone else created meanwhile is not seen until a write of the
+// driver fails on it; after a failed write every Query lists again.
+func TestSecretsDriverAnswersTheReadBackFromItsWrites(t *testing.T) {
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "read-back")
+	var mu sync.Mutex
+	lists := 0
+	counted := tu.RecordRequests(cfg, func(r tu.Request) {
+		if r.Method == "GET" && strings.HasSuffix(r.Path, "/secrets") {
+			mu.Lock()
+			lists++
+			mu.Unlock()
+		}
+	})
+	cs, err := kubernetes.NewForConfig(counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := operator.NewHelmSecrets(cs.CoreV1().Secrets(ns), nil)
+	helm := driver.NewSecrets(secretsClient(t, ns))
+	listed := func() int { mu.Lock(); defer mu.Unlock(); return lists }
+	history := map[string]string{"name": "web", "owner": "helm"}
+	deployed := map[string]string{"name": "web", "owner": "helm", "status": "deployed"}
+	for _, q := range []map[string]string{history, deployed} {
+		if _, err := ours.Query(q); err != driver.ErrReleaseNotFound {
+			t.Fatalf("first Query: %v", err)
+		}
+	}
+	if n := listed(); n != 2 {
+		t.Fatalf("%d lists for the first two Queries, want 2", n)
+	}
+	write := func(f func() error) {
+		t.Helper()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(v int) string { return fmt.Sprintf("sh.helm.release.v1.web.v%d", v) }
+	r1 := storedRelease(t, "web", 1, release.StatusPendingInstall, false)
+	write(func() error { return ours.Create(key(1), r1) })
+	r1.Info.Status = release.StatusDeployed
+	write(func() error { return ours.Update(key(1), r1) })
+	r2 := storedRelease(t, "web", 2, release.StatusPendingUpgrade, false)
+	write(func() error { return ours.Create(key(2), r2) })
+	r1.Info.Status = release.StatusSuperseded
+	write(func() error { return ours.Update(key(1), r1) })
+	r2.Info.Status = release.StatusDeployed
+	write(func() error { return ours.Update(key(2), r2) })
+	r3 := storedRelease(t, "web", 3, release.StatusFailed, false)
+	write(func() error { return ours.Create(key(3), r3) })
+	if _, err := ours.Delete(key(1)); err != nil {
+		t.Fatal(err)
+	}
+
+	same := func(what string, q map[string]string, want int) {
+		t.Helper()
+		got, err := ours.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		real, err := helm.Query(q)
+		if err != nil {
+			t.Fatalf("%s: Helm's: %v", what, err)
+		}
+		if len(got) != want || !slices.Equal(releasesJSON(t, got), releasesJSON(t, real)) {
+			t.Errorf("%s: %d releases, Helm's list %d, or they differ:\n%v\n%v", what, len(got), len(real), releasesJSON(t, got), releasesJSON(t, real))
+		}
+	}
+	before := listed()
+	same("history after the writes", history, 2)
+	same("deployed after the writes", deployed, 1)
+	if n := listed() - before; n != 0 {
+		t.Errorf("%d lists for the read-back, want 0", n)
+	}
+
+	// Someone else (the helm CLI) stores revision 4 meanwhile: unseen, until
+	// the driver's own create of revision 4 is refused.
+	write(func() error { return helm.Create(key(4), storedRelease(t, "web", 4, release.StatusDeployed, false)) })
+	if got, _ := ours.Query(history); len(got) != 2 {
+		t.Fatalf("history before the refused create: %d releases, want the 2 known", len(got))
+	}
+	if err := ours.Create(key(4), storedRelease(t, "web", 4, release.StatusPendingUpgrade, false)); err != driver.ErrReleaseExists {
+		t.Fatalf("create over the other's revision 4: %v, want ErrReleaseExists", err)
+	}
+	before = listed()
+	same("history after the refused create", history, 3)
+	if n := listed() - before; n != 1 {
+		t.Errorf("%d lists for the history after a failed write, want 1", n)
 	}
 }

@@ -24,8 +24,10 @@ import (
 // answer, as long as this configuration has written nothing since: every
 // Create, Update and Delete through it forgets all answers, whether it
 // succeeded or not (a failed write may have landed). So the first list of a
-// configuration and every list after a write go to the server; the
-// read-back after an action is always a real list. List (by a filter
+// configuration and every list after a write go to the driver; the Secrets
+// driver (helmSecrets) answers a list after its own writes from its first
+// list and those writes as the server returned them, so the read-back after
+// an action is a real list only when a write failed. List (by a filter
 // function), Get and writes go straight to the driver.
 //
 // Truth: a memoized answer can hide a revision that someone else (a helm
@@ -33,8 +35,10 @@ import (
 // milliseconds apart. That window was already there: our ownership check and
 // Helm's own name check read the history and act on it later, with no lock
 // between the read and the write. The memo does not widen it beyond the one
-// action; the next reconcile starts with a real list, and the read-back that
-// the status is written from is always real.
+// action; the next reconcile starts with a real list. The read-back that the
+// status is written from is the first list plus this configuration's writes:
+// a revision written by someone else during the action is not in it, and its
+// watch event (not this process' own) reconciles the resource again.
 //
 // Answers are kept as copies and handed out as copies, because Helm changes
 // the releases it gets from History (it sets their Info); a copy is the
