@@ -134,6 +134,10 @@ type Config struct {
 	// that fills the memo of settled revisions after a restart
 	// (release.Loader).
 	WrapPreload func(release.Loader) release.Loader
+	// WrapRecords wraps the reader of the metadata cache of Helm's release
+	// records that each reconcile observes its release from (a cache behind
+	// the API server is what a test makes of it).
+	WrapRecords func(client.Reader) client.Reader
 }
 
 // The dependents package implements Helm's post-renderer without importing Helm.
@@ -389,12 +393,16 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if c.WrapActionClientGetter != nil {
 		getter = c.WrapActionClientGetter(getter)
 	}
+	var recordsReader client.Reader = mgr.GetCache()
+	if c.WrapRecords != nil {
+		recordsReader = c.WrapRecords(recordsReader)
+	}
 	shared, err := reconciler.NewServices(reconciler.Services{
 		Client: cl, Cache: resources, Reader: reader, RESTMapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder("helm-app-operator"), Tracker: tracker, Warnings: warned,
 		ActionClientGetter: getter, ShardKeys: sh.keys, Shard: sh.selector,
 		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
-		Records: mgr.GetCache(), Memo: memo, RetryBase: c.RetryBase, RetryMax: c.RetryMax,
+		Records: recordsReader, Memo: memo, RetryBase: c.RetryBase, RetryMax: c.RetryMax,
 		Reporter: rec, Access: access, Writers: ids.writer,
 	})
 	if err != nil {

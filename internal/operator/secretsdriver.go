@@ -160,6 +160,25 @@ func (d *helmSecrets) Query(labels map[string]string) ([]*helmrelease.Release, e
 	return out, nil
 }
 
+// AssumeNoHistory takes release name to have no record, as the metadata
+// cache of release records showed (release.NoHistoryAssumer): Helm's history
+// query of name is answered empty until a write fails. A create of the
+// release's first record that someone else made meanwhile fails as existing
+// (driver.ErrReleaseExists), which forgets it.
+func (d *helmSecrets) AssumeNoHistory(name string) bool {
+	if errs := validation.IsValidLabelValue(name); len(errs) != 0 {
+		return false
+	}
+	sel := kblabels.Set{"name": name, "owner": "helm"}.AsSelector().String()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if known, ok := d.known[sel]; d.broken || (ok && len(known) > 0) {
+		return false
+	}
+	d.known[sel] = map[string]*corev1.Secret{}
+	return true
+}
+
 // knownList is what the driver knows of the Secrets selected by sel, in
 // name order, if it knows; gen is the write count to keep a list under.
 func (d *helmSecrets) knownList(sel string) ([]*corev1.Secret, bool, uint64) {

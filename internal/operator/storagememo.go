@@ -10,6 +10,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/labels"
+
+	rel "github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // memoDriver is Helm's storage driver of one action configuration, which
@@ -153,4 +155,30 @@ func (a memoAnswer) decode() ([]*release.Release, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// AssumeNoHistory takes release name to have no record (the metadata cache
+// shows none, release.NoHistoryAssumer) when the driver below can: Helm's
+// history reads of this configuration are answered "not found" from then
+// on, until a write.
+func (m *memoDriver) AssumeNoHistory(name string) bool {
+	m.mu.Lock()
+	known := len(m.answers[historyKey(name)].releases) > 0
+	m.mu.Unlock()
+	a, ok := m.Driver.(rel.NoHistoryAssumer)
+	if known {
+		return false
+	}
+	if !ok || !a.AssumeNoHistory(name) {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.answers[historyKey(name)] = memoAnswer{err: driver.ErrReleaseNotFound}
+	return true
+}
+
+// historyKey is the memo's key of Helm's history query of release name.
+func historyKey(name string) string {
+	return labels.Set{"name": name, "owner": "helm"}.String()
 }

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,7 +161,30 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	if err != nil {
 		return err
 	}
+	err = p.act(ctx, r, req, before)
+	if errors.Is(err, errAssumedWrong) {
+		// The metadata cache showed no record of the release and Helm's
+		// storage had one: Helm's install stopped when the API server
+		// refused its revision 1 (it exists), before it applied anything.
+		// Observe with a list and go on from what is there, as a pass over a
+		// current cache would have; nothing of the refused attempt is
+		// reported (its progress message is replaced by the next one's).
+		*p = Pass{}
+		r.assumedNone = false
+		if before, err = r.Observe(); err != nil {
+			return err
+		}
+		err = p.act(ctx, r, req, before)
+	}
+	return err
+}
+
+// act is the pass from what it observed (before): claim, reshard, decide,
+// run, test.
+func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
+	obj := req.Object
 	p.Before = before
+	var err error
 	if p.Adopted, err = r.Claim(before); err != nil {
 		p.DeployedKnown, p.Deployed = true, nil
 		return err
@@ -198,6 +222,9 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 		}
 	}
 	p.runPlan(ctx, r, req, plan, done, before, vals)
+	if errors.Is(p.RunErr, errAssumedWrong) {
+		return p.RunErr
+	}
 	p.step(req, StepRan)
 	if p.RunErr != nil {
 		return p.RunErr

@@ -9,6 +9,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -113,6 +114,10 @@ type Runner struct {
 
 	// crdsApplied names the CRDs this run created or updated.
 	crdsApplied []string
+	// assumedNone: the observation took the release to have no record, as
+	// the metadata cache showed, without listing its history (see
+	// observeNone).
+	assumedNone bool
 }
 
 // Result is what running a plan did.
@@ -209,6 +214,11 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
+	if r.assumedNone && errors.Is(err, driver.ErrReleaseExists) {
+		// Not the action's failure: the observation was wrong (Pass.run
+		// observes again). Nothing is read back or reported.
+		return Result{}, errAssumedWrong
+	}
 	res.Succeeded = err == nil
 	res.CRDsApplied = r.crdsApplied
 	after, obsErr := Observe(r.Client, r.Name)
