@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,8 +12,10 @@ import (
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
@@ -181,4 +184,63 @@ func (r *refusedCreates) keys() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.got...)
+}
+
+// The same stale cache while the helm CLI's install is still under way
+// (its revision 1 pending-install, written after the operator started):
+// the refused attempt is no action of this operator, so the pending
+// revision is not taken for one it left and unlocked; the resource waits
+// for the lock, as over a current cache, and the CLI's revision stays
+// pending-install.
+func TestStaleRecordsCacheDoesNotUnlockAnInstallUnderWay(t *testing.T) {
+	ctx := context.Background()
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "stale-pending")
+	stale := &staleRecords{hide: "busy"}
+	refused := &refusedCreates{}
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
+		c.WrapRecords = func(r client.Reader) client.Reader { stale.Reader = r; return stale }
+		c.WrapStorage = func(d driver.Driver) driver.Driver { return &refusedCreates{Driver: d, log: refused} }
+	})
+	// What the CLI's install writes first, after the operator started.
+	time.Sleep(1100 * time.Millisecond) // the record's time is in seconds: after the operator's start
+	helm := driver.NewSecrets(secretsClient(t, ns))
+	pending := storedRelease(t, "busy", 1, release.StatusPendingInstall, false)
+	pending.Labels = nil
+	pending.Info.Description = "Initial install underway"
+	pending.Info.FirstDeployed = helmtime.Now()
+	pending.Info.LastDeployed = pending.Info.FirstDeployed
+	if err := helm.Create("sh.helm.release.v1.busy.v1", pending); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, tu.NewCR(tu.EchoGVK, ns, "busy", map[string]any{"message": "one"})); err != nil {
+		t.Fatal(err)
+	}
+	tu.Eventually(t, time.Minute, "the resource waiting for the CLI's lock", func() (bool, string) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(tu.EchoGVK)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "busy"}, u); err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructuredConditions(u)
+		for _, cond := range conds {
+			if cond.Reason == status.ReasonReleaseLocked {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(conds)
+	})
+	if !stale.hid() {
+		t.Fatal("the records cache was never asked for the release: the test proves nothing")
+	}
+	if got := refused.keys(); len(got) != 1 || got[0] != "sh.helm.release.v1.busy.v1" {
+		t.Fatalf("creates refused as existing: %v, want the one of revision 1", got)
+	}
+	r, err := helm.Get("sh.helm.release.v1.busy.v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Info.Status != release.StatusPendingInstall || r.Info.Description != "Initial install underway" {
+		t.Errorf("the CLI's revision 1 under way is now %s: %s", r.Info.Status, r.Info.Description)
+	}
 }

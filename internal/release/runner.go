@@ -214,7 +214,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
-	if r.assumedNone && errors.Is(err, driver.ErrReleaseExists) {
+	if r.refusedFromAssumedNone(err) {
 		// Not the action's failure: the observation was wrong (Pass.run
 		// observes again). Nothing is read back or reported.
 		return Result{}, errAssumedWrong
@@ -308,7 +308,17 @@ func (r *Runner) running(ctx context.Context, act string, run func(context.Conte
 	if err == nil {
 		return nil, nil
 	}
+	if r.refusedFromAssumedNone(err) {
+		r.Actions.wroteNothing(ra)
+	}
 	return r.Actions.preemptedBy(ra), err
+}
+
+// refusedFromAssumedNone tells whether err is Helm's install refused at its
+// first write (its revision exists) after the observation assumed the
+// release had no record (observeNone): Helm wrote and applied nothing.
+func (r *Runner) refusedFromAssumedNone(err error) bool {
+	return r.assumedNone && errors.Is(err, driver.ErrReleaseExists)
 }
 
 // GraceContext returns a context that is cancelled grace after ctx is, or
