@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,10 @@ type helmSecrets struct {
 	impl corev1client.SecretInterface
 	// now is the clock of the createdAt and modifiedAt labels.
 	now func() time.Time
+	// log, at V(1), names the records List and Query skip as undecodable
+	// (Helm's driver logs them at debug level with their data; this names
+	// them only).
+	log logr.Logger
 
 	mu sync.Mutex
 	// known holds, by label selector, the Secrets a Query listed, with
@@ -81,7 +86,7 @@ var _ driver.Driver = (*helmSecrets)(nil)
 
 // newHelmSecrets is the driver over the Secrets client impl.
 func newHelmSecrets(impl corev1client.SecretInterface) *helmSecrets {
-	return &helmSecrets{impl: impl, now: time.Now, known: map[string]map[string]*corev1.Secret{}}
+	return &helmSecrets{impl: impl, now: time.Now, log: logr.Discard(), known: map[string]map[string]*corev1.Secret{}}
 }
 
 // Name is Helm's Secrets driver's name: Helm's actions tell drivers apart
@@ -114,6 +119,7 @@ func (d *helmSecrets) List(filter func(*helmrelease.Release) bool) ([]*helmrelea
 	for i := range list.Items {
 		r, err := decodeRelease(list.Items[i].Data["release"])
 		if err != nil {
+			d.log.V(1).Info("skipping an undecodable release record", "record", list.Items[i].Name, "error", err.Error())
 			continue
 		}
 		r.Labels = list.Items[i].Labels
@@ -152,6 +158,7 @@ func (d *helmSecrets) Query(labels map[string]string) ([]*helmrelease.Release, e
 	for _, item := range items {
 		r, err := decodeRelease(item.Data["release"])
 		if err != nil {
+			d.log.V(1).Info("skipping an undecodable release record", "record", item.Name, "error", err.Error())
 			continue
 		}
 		r.Labels = maps.Clone(item.Labels)

@@ -230,6 +230,17 @@ func TestSecretsDriverReadsHelmsRecordsAndHelmReadsOurs(t *testing.T) {
 			if err := w.Create("sh.helm.release.v1.other.v1", storedRelease(t, "other", 1, release.StatusDeployed, false)); err != nil {
 				t.Fatal(err)
 			}
+			// A record that does not decode: List and Query skip it, as
+			// Helm's do; our Get fails on it (Helm's panics).
+			junk := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v9",
+				Labels: map[string]string{"name": "web", "owner": "helm", "version": "9", "status": "deployed"}},
+				Type: "helm.sh/release.v1", Data: map[string][]byte{"release": []byte("not base64!")}}
+			if _, err := sc.Create(context.Background(), junk, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ours.Get(junk.Name); err == nil || !strings.Contains(err.Error(), "failed to decode data") {
+				t.Errorf("Get of an undecodable record: %v", err)
+			}
 			for v := 1; v <= 2; v++ {
 				key := fmt.Sprintf("sh.helm.release.v1.web.v%d", v)
 				h, err := helm.Get(key)

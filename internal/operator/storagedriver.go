@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	hopstorage "github.com/operator-framework/helm-operator-plugins/pkg/storage"
 	helmrelease "helm.sh/helm/v3/pkg/release"
@@ -46,7 +47,11 @@ func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Dr
 		}
 		owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
 		plain := helmclient.NewOwnerRefSecretClient(cs.Secrets(obj.GetNamespace()), []metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
-		var d driver.Driver = newHelmSecrets(plain)
+		hs := newHelmSecrets(plain)
+		if l, err := logr.FromContext(ctx); err == nil {
+			hs.log = l
+		}
+		var d driver.Driver = hs
 		if chunked[obj.GetObjectKind().GroupVersionKind()] {
 			cd, sc := chunkedDriver(obj, cs)
 			d = layered{Driver: cd, previous: d, secrets: sc}
