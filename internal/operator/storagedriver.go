@@ -151,7 +151,7 @@ func (l layered) Delete(key string) (*helmrelease.Release, error) {
 // holder is the driver whose record key is, by the type of the Secret of
 // that name: Helm's type is the previous driver's, any other the new one's,
 // and a missing one is the new driver's to report. (Each driver fails on the
-// other's records; Helm's even panics on a record it cannot decode.)
+// other's records.)
 func (l layered) holder(key string) (driver.Driver, error) {
 	s, err := l.secrets.Get(context.Background(), key, metav1.GetOptions{})
 	switch {
