@@ -5,6 +5,9 @@ import (
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // For the external tests of this package.
@@ -31,3 +34,19 @@ var EncodedSize = encodedSize
 
 // WithCrashPoint is the test-only crash point's installation (crashpoint.go).
 var WithCrashPoint = withCrashPoint
+
+// NewHelmSecrets is the operator's own Secrets storage driver over impl,
+// its time labels stamped by now (time.Now when nil).
+func NewHelmSecrets(impl corev1client.SecretInterface, now func() time.Time) driver.Driver {
+	d := newHelmSecrets(impl)
+	if now != nil {
+		d.now = now
+	}
+	return d
+}
+
+// StorageDriver is the operator's release storage mapper, chunked for the
+// kinds in chunked.
+func StorageDriver(chunked map[schema.GroupVersionKind]bool) helmclient.ObjectToStorageDriverMapper {
+	return storageDriver(chunked, nil)
+}

@@ -39,3 +39,9 @@ func statusLabel(rls *release.Release) string {
 	}
 	return rls.Info.Status.String()
 }
+
+// AssumeNoHistory passes release.NoHistoryAssumer down.
+func (d ownWritesDriver) AssumeNoHistory(name string) bool {
+	a, ok := d.Driver.(rel.NoHistoryAssumer)
+	return ok && a.AssumeNoHistory(name)
+}

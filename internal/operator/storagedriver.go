@@ -1,16 +1,13 @@
 package operator
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	hopstorage "github.com/operator-framework/helm-operator-plugins/pkg/storage"
 	helmrelease "helm.sh/helm/v3/pkg/release"
@@ -30,10 +27,11 @@ import (
 // release storage, by the watch of the resource's kind (storage; chunked
 // holds the kinds whose watch says chunked):
 //
-//   - secrets (the default): Helm's Secrets driver, one Secret per revision,
-//     behind a check that refuses a revision too large for its Secret before
-//     Helm writes it (release.TooLargeError), so that Helm stops before it
-//     applies anything;
+//   - secrets (the default): our own driver writing Helm's Secrets format
+//     byte for byte (helmSecrets), one Secret per revision, which refuses a
+//     revision too large for its Secret before it writes it
+//     (release.TooLargeError), so that Helm stops before it applies
+//     anything;
 //   - chunked: helm-operator-plugins' chunked Secrets driver, which writes
 //     every revision, reading the kind's releases from both drivers so that
 //     those stored before the switch are kept (see layered).
@@ -42,18 +40,20 @@ import (
 // name a revision (the chunk Secrets are owned by their index Secret). wrap,
 // when set, wraps the result (Config.WrapStorage).
 func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Driver) driver.Driver) helmclient.ObjectToStorageDriverMapper {
-	secrets := helmclient.DefaultSecretsStorageDriver(helmclient.SecretsStorageDriverOpts{})
 	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
-		plain, err := secrets(ctx, obj, cfg)
+		cs, err := corev1client.NewForConfig(cfg)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("creating the Secrets client of the release storage: %w", err)
 		}
-		var d driver.Driver = sizeLimited{plain}
+		owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
+		plain := helmclient.NewOwnerRefSecretClient(cs.Secrets(obj.GetNamespace()), []metav1.OwnerReference{*owner}, helmclient.MatchAllSecrets)
+		hs := newHelmSecrets(plain)
+		if l, err := logr.FromContext(ctx); err == nil {
+			hs.log = l
+		}
+		var d driver.Driver = hs
 		if chunked[obj.GetObjectKind().GroupVersionKind()] {
-			cd, sc, err := chunkedDriver(obj, cfg)
-			if err != nil {
-				return nil, err
-			}
+			cd, sc := chunkedDriver(obj, cs)
 			d = layered{Driver: cd, previous: d, secrets: sc}
 		}
 		if wrap != nil {
@@ -66,81 +66,18 @@ func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Dr
 // chunkedDriver is helm-operator-plugins' chunked Secrets driver in obj's
 // namespace, with chunks of release.ChunkSize and no bound on their number.
 // It returns the driver's Secrets client too.
-func chunkedDriver(obj client.Object, cfg *rest.Config) (driver.Driver, corev1client.SecretInterface, error) {
-	cs, err := corev1client.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the Secrets client of the chunked release storage: %w", err)
-	}
+func chunkedDriver(obj client.Object, cs corev1client.CoreV1Interface) (driver.Driver, corev1client.SecretInterface) {
 	owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
 	sc := helmclient.NewOwnerRefSecretClient(cs.Secrets(obj.GetNamespace()), []metav1.OwnerReference{*owner},
 		func(s *corev1.Secret) bool { return s.Type == hopstorage.SecretTypeChunkedIndex })
-	return hopstorage.NewChunkedSecrets(sc, release.ChunkedOwner, hopstorage.ChunkedSecretsConfig{ChunkSize: release.ChunkSize}), sc, nil
-}
-
-// sizeLimited is Helm's Secrets driver refusing a revision too large for
-// its Secret before it asks the API server, which would refuse it too
-// ("data: Too long"), but after Helm has rendered it and before Helm applies
-// anything: Helm stores the revision first.
-type sizeLimited struct{ driver.Driver }
-
-func (s sizeLimited) Create(key string, rls *helmrelease.Release) error {
-	if err := fits(key, rls); err != nil {
-		return err
-	}
-	return s.Driver.Create(key, rls)
-}
-
-func (s sizeLimited) Update(key string, rls *helmrelease.Release) error {
-	if err := fits(key, rls); err != nil {
-		return err
-	}
-	return s.Driver.Update(key, rls)
-}
-
-func fits(key string, rls *helmrelease.Release) error {
-	b, err := json.Marshal(rls)
-	if err != nil {
-		return err
-	}
-	// gzip never grows its input by more than a few bytes per 16 KiB block:
-	// a JSON that fits uncompressed fits, and is not compressed here.
-	if base64.StdEncoding.EncodedLen(len(b)+len(b)/1000+64) <= release.SecretDataLimit {
-		return nil
-	}
-	n, err := gzippedSize(b)
-	if err != nil {
-		return err
-	}
-	if n > release.SecretDataLimit {
-		return &release.TooLargeError{Key: key, Size: n, Limit: release.SecretDataLimit}
-	}
-	return nil
+	return hopstorage.NewChunkedSecrets(sc, release.ChunkedOwner, hopstorage.ChunkedSecretsConfig{ChunkSize: release.ChunkSize}), sc
 }
 
 // encodedSize is the size of rls as Helm's Secrets driver stores it: the
 // base64 of its gzipped JSON, the one value of the Secret's data.
 func encodedSize(rls *helmrelease.Release) (int, error) {
-	b, err := json.Marshal(rls)
-	if err != nil {
-		return 0, err
-	}
-	return gzippedSize(b)
-}
-
-// gzippedSize is encodedSize of the JSON b.
-func gzippedSize(b []byte) (int, error) {
-	var buf bytes.Buffer
-	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := w.Write(b); err != nil {
-		return 0, err
-	}
-	if err := w.Close(); err != nil {
-		return 0, err
-	}
-	return base64.StdEncoding.EncodedLen(buf.Len()), nil
+	b, err := encodeRelease(rls)
+	return len(b), err
 }
 
 // layered is the storage of a kind switched to another driver: revisions
@@ -214,7 +151,7 @@ func (l layered) Delete(key string) (*helmrelease.Release, error) {
 // holder is the driver whose record key is, by the type of the Secret of
 // that name: Helm's type is the previous driver's, any other the new one's,
 // and a missing one is the new driver's to report. (Each driver fails on the
-// other's records; Helm's even panics on a record it cannot decode.)
+// other's records.)
 func (l layered) holder(key string) (driver.Driver, error) {
 	s, err := l.secrets.Get(context.Background(), key, metav1.GetOptions{})
 	switch {

@@ -10,6 +10,8 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/labels"
+
+	rel "github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // memoDriver is Helm's storage driver of one action configuration, which
@@ -24,8 +26,10 @@ import (
 // answer, as long as this configuration has written nothing since: every
 // Create, Update and Delete through it forgets all answers, whether it
 // succeeded or not (a failed write may have landed). So the first list of a
-// configuration and every list after a write go to the server; the
-// read-back after an action is always a real list. List (by a filter
+// configuration and every list after a write go to the driver; the Secrets
+// driver (helmSecrets) answers a list after its own writes from its first
+// list and those writes as the server returned them, so the read-back after
+// an action is a real list only when a write failed. List (by a filter
 // function), Get and writes go straight to the driver.
 //
 // Truth: a memoized answer can hide a revision that someone else (a helm
@@ -33,8 +37,10 @@ import (
 // milliseconds apart. That window was already there: our ownership check and
 // Helm's own name check read the history and act on it later, with no lock
 // between the read and the write. The memo does not widen it beyond the one
-// action; the next reconcile starts with a real list, and the read-back that
-// the status is written from is always real.
+// action; the next reconcile starts with a real list. The read-back that the
+// status is written from is the first list plus this configuration's writes:
+// a revision written by someone else during the action is not in it, and its
+// watch event (not this process' own) reconciles the resource again.
 //
 // Answers are kept as copies and handed out as copies, because Helm changes
 // the releases it gets from History (it sets their Info); a copy is the
@@ -149,4 +155,30 @@ func (a memoAnswer) decode() ([]*release.Release, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// AssumeNoHistory takes release name to have no record (the metadata cache
+// shows none, release.NoHistoryAssumer) when the driver below can: Helm's
+// history reads of this configuration are answered "not found" from then
+// on, until a write.
+func (m *memoDriver) AssumeNoHistory(name string) bool {
+	m.mu.Lock()
+	known := len(m.answers[historyKey(name)].releases) > 0
+	m.mu.Unlock()
+	a, ok := m.Driver.(rel.NoHistoryAssumer)
+	if known {
+		return false
+	}
+	if !ok || !a.AssumeNoHistory(name) {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.answers[historyKey(name)] = memoAnswer{err: driver.ErrReleaseNotFound}
+	return true
+}
+
+// historyKey is the memo's key of Helm's history query of release name.
+func historyKey(name string) string {
+	return labels.Set{"name": name, "owner": "helm"}.String()
 }

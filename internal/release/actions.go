@@ -73,6 +73,16 @@ func (a *Actions) beginTest(ns, name string, uid types.UID, gen int64) *runningA
 	return ra
 }
 
+// wroteNothing marks the action ra as one that wrote no revision and holds
+// no lock (an install refused at its first write, see observeNone): its
+// end is not an action's end for EndedAt, so that a pending revision
+// someone else wrote meanwhile is not taken for one it left.
+func (a *Actions) wroteNothing(ra *runningAction) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ra.noLock = true
+}
+
 // track records that act, which no generation preempts (an uninstall, a
 // rollback), runs on release ns/name; the returned function ends it.
 func (a *Actions) track(ns, name, act string) (end func()) {

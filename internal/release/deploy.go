@@ -68,7 +68,10 @@ func (r *Runner) runOwn(act string, submit func(last func(run func() error) erro
 	err := submit(func(run func() error) error {
 		start := time.Now()
 		runErr = run()
-		r.Actions.observed(r.Owner.Kind, act, start, runErr)
+		if !r.refusedFromAssumedNone(runErr) {
+			// A refused first write is no action (see observeNone).
+			r.Actions.observed(r.Owner.Kind, act, start, runErr)
+		}
 		ran = true
 		return errRan
 	})

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,21 +142,12 @@ func (p *Pass) Wrote() bool {
 // they are due. Only a release that is the resource's own is acted on or
 // described.
 //
-// A pass that observed the release from the cache of Helm's records and
-// found, just before re-applying drifted objects, that Helm's storage has
-// moved on (a StaleView: nothing was written) starts over once, observing
-// Helm's storage itself.
+// A pass whose view of Helm's records lagged behind Helm's storage, found
+// before anything was applied (no history assumed but revision 1 exists; a
+// StaleView before a re-apply), observes again with a list and goes on once.
 func Reconcile(ctx context.Context, req PassRequest) *Pass {
 	p := &Pass{}
 	p.Err = p.run(ctx, req)
-	if isStale(p.Err) && req.Records != nil {
-		if req.Memo != nil {
-			req.Memo.Forget(req.Object.GetNamespace(), req.Object.GetName())
-		}
-		req.Records, req.Memo = nil, nil
-		p = &Pass{}
-		p.Err = p.run(ctx, req)
-	}
 	return p
 }
 
@@ -173,7 +165,35 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	if err != nil {
 		return err
 	}
+	err = p.act(ctx, r, req, before)
+	if errors.Is(err, errAssumedWrong) || isStale(err) {
+		// The metadata cache of Helm's records was behind Helm's storage,
+		// and nothing was applied: either it showed no record of the
+		// release and Helm's install stopped when the API server refused its
+		// revision 1 (it exists), or a re-apply found, before writing, that
+		// the revision it restores is no longer the latest (StaleView).
+		// Observe with a list and go on from what is there, as a pass over a
+		// current cache would have; nothing of the refused attempt is
+		// reported (its progress message is replaced by the next one's).
+		if isStale(err) && req.Memo != nil {
+			req.Memo.Forget(obj.GetNamespace(), obj.GetName())
+		}
+		*p = Pass{}
+		r.assumedNone = false
+		if before, err = r.Observe(); err != nil {
+			return err
+		}
+		err = p.act(ctx, r, req, before)
+	}
+	return err
+}
+
+// act is the pass from what it observed (before): claim, reshard, decide,
+// run, test.
+func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
+	obj := req.Object
 	p.Before = before
+	var err error
 	if p.Adopted, err = r.Claim(before); err != nil {
 		p.DeployedKnown, p.Deployed = true, nil
 		return err
@@ -211,8 +231,8 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 		}
 	}
 	p.runPlan(ctx, r, req, plan, done, before, vals)
-	if isStale(p.RunErr) && req.Records != nil {
-		return p.RunErr // nothing ran: Reconcile starts over
+	if errors.Is(p.RunErr, errAssumedWrong) || isStale(p.RunErr) {
+		return p.RunErr // nothing was applied: run observes again
 	}
 	p.step(req, StepRan)
 	if p.RunErr != nil {

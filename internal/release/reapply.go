@@ -167,8 +167,8 @@ func helmOwnership(u *unstructured.Unstructured, release, namespace string) {
 // Helm's records (and the memo of settled revisions), which lags behind the
 // API server after a watch broke or while an event is on its way, and a
 // revision was written meanwhile (a helm upgrade by hand still running, a
-// rollback, an uninstall). Nothing was written; Reconcile starts the pass
-// over from Helm's storage itself.
+// rollback, an uninstall). Nothing was written; the pass observes Helm's
+// storage itself and goes on from there (Pass.run).
 type StaleView struct {
 	// Observed and Found are the latest revision and its status as the pass
 	// observed them and as Helm's storage holds them (0 and "" for none).

@@ -9,6 +9,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -113,6 +114,10 @@ type Runner struct {
 
 	// crdsApplied names the CRDs this run created or updated.
 	crdsApplied []string
+	// assumedNone: the observation took the release to have no record, as
+	// the metadata cache showed, without listing its history (see
+	// observeNone).
+	assumedNone bool
 }
 
 // Result is what running a plan did.
@@ -209,6 +214,11 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
+	if r.refusedFromAssumedNone(err) {
+		// Not the action's failure: the observation was wrong (Pass.run
+		// observes again). Nothing is read back or reported.
+		return Result{}, errAssumedWrong
+	}
 	res.Succeeded = err == nil
 	res.CRDsApplied = r.crdsApplied
 	after, obsErr := Observe(r.Client, r.Name)
@@ -298,7 +308,17 @@ func (r *Runner) running(ctx context.Context, act string, run func(context.Conte
 	if err == nil {
 		return nil, nil
 	}
+	if r.refusedFromAssumedNone(err) {
+		r.Actions.wroteNothing(ra)
+	}
 	return r.Actions.preemptedBy(ra), err
+}
+
+// refusedFromAssumedNone tells whether err is Helm's install refused at its
+// first write (its revision exists) after the observation assumed the
+// release had no record (observeNone): Helm wrote and applied nothing.
+func (r *Runner) refusedFromAssumedNone(err error) bool {
+	return r.assumedNone && errors.Is(err, driver.ErrReleaseExists)
 }
 
 // GraceContext returns a context that is cancelled grace after ctx is, or

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"maps"
 	"strconv"
 	"sync"
@@ -123,6 +124,9 @@ func (m *Memo) put(release, key, rv string, rel *release.Release) {
 // writes the revision back (a settled release needs no adoption, no
 // resharding and no unlock).
 func (r *Runner) ObserveSettled(records []Record, memo *Memo) (st State, fromMemo bool, err error) {
+	if len(records) == 0 && memo != nil && r.observeNone() {
+		return State{}, true, nil
+	}
 	latest, version, ok := latestRecord(records)
 	if memo == nil || !ok || latest.Labels["status"] != release.StatusDeployed.String() ||
 		version > r.known() || (r.Actions != nil && r.Actions.Wrote(r.Namespace, r.Name) > version) {
@@ -194,4 +198,48 @@ func copyRelease(rel *release.Release) *release.Release {
 		c.Info = &info
 	}
 	return &c
+}
+
+// NoHistoryAssumer is a release storage driver that can take a release to
+// have no record without listing its history: AssumeNoHistory tells it so,
+// and reports whether it will answer the history from that (the operator's
+// own Secrets driver under its memo does; another driver, or one wrapped
+// for tests, does not, and the history is listed).
+type NoHistoryAssumer interface {
+	AssumeNoHistory(name string) bool
+}
+
+// errAssumedWrong is Run's answer when an install from an assumed empty
+// history was refused because its revision exists (see observeNone).
+var errAssumedWrong = errors.New("the release has a record the metadata cache did not show")
+
+// observeNone takes the release to have no record, without a request, when
+// the metadata cache of release records shows none (ObserveSettled's
+// records are empty), the resource's status names no revision and this
+// process wrote none (a record it wrote may not be in the cache yet), and
+// the storage driver can answer the history from that (NoHistoryAssumer).
+//
+// A cache behind the API server is caught: the plan is then an install,
+// and Helm's install creates its revision 1 record (a fixed name) before it
+// applies anything; a record someone else created meanwhile makes that
+// create fail as existing, and Run returns errAssumedWrong, on which the
+// pass observes again with a list and goes on — no failure is reported,
+// no revision is written. What the create does not catch is a history
+// whose revision 1 is gone (pruned by Helm's MaxHistory) written entirely
+// while the cache lagged: more writes than the history keeps, unseen by a
+// watch.
+func (r *Runner) observeNone() bool {
+	if r.known() != 0 {
+		return false
+	}
+	cfg := r.Client.Config()
+	if cfg == nil || cfg.Releases == nil {
+		return false
+	}
+	a, ok := cfg.Releases.Driver.(NoHistoryAssumer)
+	if !ok || !a.AssumeNoHistory(r.Name) {
+		return false
+	}
+	r.assumedNone = true
+	return true
 }
