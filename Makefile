@@ -53,16 +53,18 @@ test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
 	hack/olm-bins.sh >/dev/null; \
 	KUBEBUILDER_ASSETS="$$assets" RANDOM_SEED="$(RANDOM_SEED)" RANDOM_STEPS="$(RANDOM_STEPS)" \
+		RANDOM_KEEP="$(RANDOM_KEEP)" RANDOM_SHRINK="$(RANDOM_SHRINK)" \
 		$(GO) test -tags e2e ./test/e2e/ $(if $(RANDOM_SEED),-run '^TestRandomHistories$$') -count=1 -v -timeout 30m
 
 # `make soak SOAK_MINUTES=60`: seeded random histories (TestRandomHistories) of
 # new seeds until the time is up; prints the steps, perturbations and oracle
-# checks that held, and the replay line of a seed that fails.
+# checks that held, and the replay line of a seed that fails, then of its
+# shortest failing history found (RANDOM_SHRINK replays at most, default 8).
 SOAK_MINUTES ?= 10
 .PHONY: soak
 soak: ## Run random histories checked by the oracle for SOAK_MINUTES (default 10), RANDOM_STEPS each.
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
-	KUBEBUILDER_ASSETS="$$assets" SOAK_MINUTES="$(SOAK_MINUTES)" RANDOM_STEPS="$(RANDOM_STEPS)" \
+	KUBEBUILDER_ASSETS="$$assets" SOAK_MINUTES="$(SOAK_MINUTES)" RANDOM_STEPS="$(RANDOM_STEPS)" RANDOM_SHRINK="$(RANDOM_SHRINK)" \
 		$(GO) test -tags e2e ./test/e2e/ -run '^TestRandomHistories$$' -count=1 -v -timeout $$(( $(SOAK_MINUTES) + 30 ))m
 
 # `make bench`: our operator and the baseline (helm-operator-plugins v0.9.1's
