@@ -60,6 +60,9 @@ type env struct {
 	// opEnv is added to the environment of the operator processes started
 	// from now on (the crash point's variables, crash_test.go).
 	opEnv []string
+	// auditFrom is the audit log's size when the test's namespace was
+	// created: its requests are after it (watching_test.go).
+	auditFrom int64
 }
 
 // watchOptions adjust the watches file written for a test's operator.
@@ -105,7 +108,7 @@ var hookedGVR = schema.GroupVersionResource{Group: "test.helmapp.io", Version: "
 // releases are uninstalled), stops the operator and deletes the namespace.
 func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 	t.Helper()
-	e := &env{t: t, ns: prefix + "-" + rand.String(5), dir: testDir(t), opEnv: w.operatorEnv}
+	e := &env{t: t, ns: prefix + "-" + rand.String(5), dir: testDir(t), opEnv: w.operatorEnv, auditFrom: auditSize()}
 	e.logPath = filepath.Join(e.dir, "operator.log")
 	e.kubectl("create", "namespace", e.ns)
 	t.Cleanup(func() {

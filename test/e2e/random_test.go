@@ -355,7 +355,12 @@ func makeStep(kind string, r *randomResource, rng *rand.Rand, i int) randomStep 
 		s.do = func(e *env) { e.kill(); e.restart() }
 	case "apiserver-restart":
 		s.what, s.perturbation = "restart the API server", true
-		s.do = func(e *env) { e.restartAPIServer(); e.restartIfStartFailed() }
+		s.do = func(e *env) {
+			down := time.Now()
+			e.restartAPIServer()
+			e.restartIfStartFailed()
+			e.waitOperatorWatching(e.auditFrom, down)
+		}
 	default:
 		panic("no step kind " + kind)
 	}
