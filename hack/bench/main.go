@@ -7,7 +7,8 @@
 // Secrets, 5 spec changes: that every figure is produced, not what it is).
 // For exploring: BENCH_OURS_ONLY=1 runs ours at its defaults alone (and the floor),
 // BENCH_OURS_ARGS adds flags to our operator's command line (space-separated),
-// BENCH_PROFILE=dir writes CPU profiles of our operator's install phase there
+// BENCH_PROFILE=dir writes CPU profiles of our operator's install phase there,
+// and two heap profiles bracketing it
 // (profiling costs CPU: the published figures are measured without it).
 package main
 

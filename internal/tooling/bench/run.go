@@ -254,8 +254,15 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err != nil {
 		return run, err
 	}
-	stopProfiling := func() {}
+	stopProfiling, endHeap := func() {}, func() {}
 	if cfg.ProfileDir != "" && s.name == Ours {
+		// The heap profiles bracket the install phase (before the CPU
+		// profiles start, after they stop): allocation by call stack.
+		heap := filepath.Join(cfg.ProfileDir, filepath.Base(dir)+"-install-heap")
+		if err := fetchHeap(ctx, heap+"-start.pprof", pprofAddr); err != nil {
+			return run, err
+		}
+		endHeap = func() { _ = fetchHeap(ctx, heap+"-end.pprof", pprofAddr) }
 		stopProfiling = profileCPU(tctx, cfg.ProfileDir, filepath.Base(dir)+"-install", pprofAddr)
 		defer stopProfiling()
 	}
@@ -307,6 +314,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err != nil {
 		return run, err
 	}
+	endHeap()
 	run.InstallCost = after.since(before)
 	evs, err := audit.Read()
 	if err != nil {
