@@ -300,7 +300,9 @@ func runCrashScenario(t *testing.T, prefix string, sc crashScenario, k int) (wri
 			if ok {
 				break
 			}
-			last = obs
+			if ctx.Err() == nil || last == "" {
+				last = obs // not what a call cut off by the deadline says
+			}
 			if ctx.Err() != nil {
 				cancel()
 				e.fatalf("step %s: not done within %s; last seen: %s", s.what, deadline, last)
