@@ -16,6 +16,7 @@ import (
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/helmapp/helm-app-operator/internal/release"
 )
@@ -152,11 +153,11 @@ func (e *env) neighbourSnapshot(targets []string) neighbourSnapshot {
 			if err != nil {
 				e.fatalf("oracle: neighbours: %v", err)
 			}
-			res := suite.dyn.Resource(m.Resource)
-			live, err := res.Namespace(e.ns).Get(context.Background(), obj.GetName(), metav1.GetOptions{})
-			if m.Scope.Name() != meta.RESTScopeNameNamespace {
-				live, err = res.Get(context.Background(), obj.GetName(), metav1.GetOptions{})
+			var get dynamic.ResourceInterface = suite.dyn.Resource(m.Resource)
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				get = suite.dyn.Resource(m.Resource).Namespace(e.ns)
 			}
+			live, err := get.Get(context.Background(), obj.GetName(), metav1.GetOptions{})
 			if err != nil {
 				continue // not there: nothing to keep
 			}
