@@ -31,35 +31,65 @@ type crashStep struct {
 	// done reports whether the step's outcome is there, and what it saw.
 	done   func(ctx context.Context, e *env) (bool, string)
 	oracle oracleOptions
+	// targets are the releases the step may change; the oracle checks
+	// that the step left every other resource's objects and Helm records
+	// as they were (neighbours_test.go).
+	targets []string
+	// arm, on a scenario's step: the steps before it run with an operator
+	// without the crash point; before this step's do (after its prepare),
+	// the operator is stopped (SIGTERM) and started again with the crash
+	// point's variables (a new operator version, for a chart rollout), so
+	// that only the writes from this step on are logged and are crash
+	// points.
+	arm     bool
+	prepare func(e *env)
+}
+
+// crashScenario is a scenario's steps and the watch its operator runs.
+type crashScenario struct {
+	steps []crashStep
+	// watch is the watch options; a Hooked on the chart hookjob when nil.
+	watch func(t *testing.T) watchOptions
+	// points picks the crash points run by default (E2E_CRASH_POINTS
+	// unset) among the n recorded writes, ends[i] those logged at the end of
+	// step i; every write when nil.
+	points func(n int, ends []int) []int
 }
 
 // hookScenario installs a Hooked of the chart hookjob (a pre-install and
 // pre-upgrade hook Job that completes), upgrades it, and deletes it (the
 // operator uninstalls the release).
 func hookScenario() []crashStep {
-	hookedReady := func(gen int64) func(ctx context.Context, e *env) (bool, string) {
-		return func(ctx context.Context, e *env) (bool, string) {
-			n, err := e.getHooked(ctx, "h")
-			if err != nil {
-				return false, err.Error()
-			}
-			return n.Metadata.Generation >= gen && n.is(typeReady, metav1.ConditionTrue), n.String()
-		}
-	}
 	secrets := []string{specSecret}
 	return []crashStep{
 		{what: "install", do: func(e *env) {
 			e.applyHooked("h", "  data:\n    greeting: hello\n    token: "+specSecret+"\n")
-		}, done: hookedReady(1), oracle: oracleOptions{secrets: secrets}},
+		}, done: hookedReady("h", 1), oracle: oracleOptions{secrets: secrets}, targets: []string{"h"}},
 		{what: "upgrade", do: func(e *env) {
 			e.kubectl("patch", "hooked", "h", "--type=merge", "-p", `{"spec":{"data":{"greeting":"again"}}}`)
-		}, done: hookedReady(2), oracle: oracleOptions{secrets: secrets}},
+		}, done: hookedReady("h", 2), oracle: oracleOptions{secrets: secrets}, targets: []string{"h"}},
 		{what: "uninstall", do: func(e *env) {
 			e.kubectl("delete", "hooked", "h", "--wait=false")
-		}, done: func(ctx context.Context, e *env) (bool, string) {
-			_, err := e.getHooked(ctx, "h")
-			return apierrors.IsNotFound(err), fmt.Sprintf("hooked/h: %v", err)
-		}, oracle: oracleOptions{secrets: secrets, gone: []string{"h"}}},
+		}, done: hookedGone("h"), oracle: oracleOptions{secrets: secrets, gone: []string{"h"}}, targets: []string{"h"}},
+	}
+}
+
+// hookedReady is done once hooked/name is Ready at generation gen or later.
+func hookedReady(name string, gen int64) func(ctx context.Context, e *env) (bool, string) {
+	return func(ctx context.Context, e *env) (bool, string) {
+		n, err := e.getHooked(ctx, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n.Metadata.Generation >= gen && n.is(typeReady, metav1.ConditionTrue), n.String()
+	}
+}
+
+// hookedGone is done once hooked/name is gone.
+func hookedGone(name string) func(ctx context.Context, e *env) (bool, string) {
+	return func(ctx context.Context, e *env) (bool, string) {
+		_, err := e.getHooked(ctx, name)
+		return apierrors.IsNotFound(err), fmt.Sprintf("hooked/%s: %v", name, err)
 	}
 }
 
@@ -88,7 +118,7 @@ func foreignScenario() []crashStep {
 		}
 		return latest.Version >= 3 && latest.Info.Status == "deployed" && data["greeting"] == "hello" && n.is(typeReady, metav1.ConditionTrue),
 			fmt.Sprintf("latest revision %d %s, greeting %v; %s", latest.Version, latest.Info.Status, data["greeting"], n)
-	}, oracle: steps[0].oracle}
+	}, oracle: steps[0].oracle, targets: []string{"h"}}
 	return []crashStep{steps[0], foreign, steps[2]}
 }
 
@@ -98,7 +128,9 @@ func foreignScenario() []crashStep {
 // right after write k. The test restarts it and carries on with the
 // scenario; after each step the oracle checks the namespace.
 // E2E_CRASH_POINTS (k, or a-b) runs only those crash points.
-func TestCrashAtEveryWrite(t *testing.T) { crashAtEveryWrite(t, hookScenario, "") }
+func TestCrashAtEveryWrite(t *testing.T) {
+	crashAtEveryWrite(t, func(*testing.T) crashScenario { return crashScenario{steps: hookScenario()} })
+}
 
 // The same with a revision written by hand with the helm CLI between the
 // install and the uninstall. Unless E2E_CRASH_POINTS says otherwise
@@ -106,16 +138,46 @@ func TestCrashAtEveryWrite(t *testing.T) { crashAtEveryWrite(t, hookScenario, ""
 // undoes the CLI's revision are crash points, to keep the suite's time: the
 // install's and the uninstall's are TestCrashAtEveryWrite's.
 func TestCrashAtEveryWriteForeign(t *testing.T) {
-	crashAtEveryWrite(t, foreignScenario, "helm upgrade by hand")
+	crashAtEveryWrite(t, func(*testing.T) crashScenario {
+		return crashScenario{steps: foreignScenario(), points: stepPoints(1)}
+	})
+}
+
+// stepPoints picks the writes of step i.
+func stepPoints(i int) func(n int, ends []int) []int {
+	return func(n int, ends []int) []int {
+		from := 1
+		if i > 0 {
+			from = ends[i-1] + 1
+		}
+		var out []int
+		for k := from; k <= ends[i]; k++ {
+			out = append(out, k)
+		}
+		return out
+	}
+}
+
+// spreadPoints picks m writes spread evenly over the n, the last included.
+func spreadPoints(m int) func(n int, ends []int) []int {
+	return func(n int, _ []int) []int {
+		var out []int
+		for j := 1; j <= min(m, n); j++ {
+			if k := j * n / min(m, n); len(out) == 0 || out[len(out)-1] != k {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
 }
 
 // crashAtEveryWrite records the scenario's writes, then kills the operator
-// after each (after those of the step focus only, when set and
-// E2E_CRASH_POINTS is not).
-func crashAtEveryWrite(t *testing.T, scenario func() []crashStep, focus string) {
+// after each (after those the scenario picks, unless E2E_CRASH_POINTS
+// says otherwise).
+func crashAtEveryWrite(t *testing.T, scenario func(t *testing.T) crashScenario) {
 	var writes []string
 	var ends []int
-	t.Run("record", func(t *testing.T) { writes, _, ends = runCrashScenario(t, "record", scenario(), 0) })
+	t.Run("record", func(t *testing.T) { writes, _, ends = runCrashScenario(t, "record", scenario(t), 0) })
 	if len(writes) == 0 {
 		t.Fatal("the recorded run logged no write")
 	}
@@ -124,21 +186,22 @@ func crashAtEveryWrite(t *testing.T, scenario func() []crashStep, focus string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(scenario(), func(s crashStep) bool { return s.what == focus }); i >= 0 && os.Getenv("E2E_CRASH_POINTS") == "" {
-		from, to = 1, ends[i]
-		if i > 0 {
-			from = ends[i-1] + 1
-		}
-		t.Logf("crash points of the step %q only: %d-%d (E2E_CRASH_POINTS=all runs the %d)", focus, from, to, len(writes))
+	var points []int
+	for k := from; k <= to; k++ {
+		points = append(points, k)
+	}
+	if pick := scenario(t).points; pick != nil && os.Getenv("E2E_CRASH_POINTS") == "" {
+		points = pick(len(writes), ends)
+		t.Logf("crash points %v of the %d by default (E2E_CRASH_POINTS=all runs every one)", points, len(writes))
 	}
 	var mu sync.Mutex
 	var killed, notReached []int
 	start := time.Now()
 	t.Run("points", func(t *testing.T) {
-		for k := from; k <= to; k++ {
+		for _, k := range points {
 			t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
 				t.Parallel()
-				log, at, _ := runCrashScenario(t, "crash", scenario(), k)
+				log, at, _ := runCrashScenario(t, "crash", scenario(t), k)
 				mu.Lock()
 				defer mu.Unlock()
 				if at == "" {
@@ -155,8 +218,8 @@ func crashAtEveryWrite(t *testing.T, scenario func() []crashStep, focus string) 
 	})
 	slices.Sort(killed)
 	slices.Sort(notReached)
-	t.Logf("crash points %d-%d of %d in %.0fs: %d killed, restarted and checked by the oracle %v; %d not reached %v; failed: %v",
-		from, to, len(writes), time.Since(start).Seconds(), len(killed), killed, len(notReached), notReached, t.Failed())
+	t.Logf("%d crash points of %d in %.0fs: %d killed, restarted and checked by the oracle %v; %d not reached %v; failed: %v",
+		len(points), len(writes), time.Since(start).Seconds(), len(killed), killed, len(notReached), notReached, t.Failed())
 }
 
 // crashPoints parses E2E_CRASH_POINTS: empty or all means 1-n.
@@ -183,12 +246,16 @@ func fieldsAfterCount(line string) string {
 	return rest
 }
 
-// runCrashScenario runs steps in a new namespace with an operator that logs
-// its writes and, when k > 0, kills itself after write k; it restarts a
-// killed operator and checks the oracle after each step. It returns the
-// write log of the first operator, when it was killed its last line, and
-// how many writes it had logged at the end of each step.
-func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (writes []string, killedAt string, ends []int) {
+// runCrashScenario runs the scenario's steps in a new namespace with an
+// operator that logs its writes and, when k > 0, kills itself after write k
+// (from the scenario's armed step on, when it has one); it restarts a
+// killed operator. While a step runs it checks that no revision is left
+// pending that no live operator's action holds, and after each step the
+// oracle, and that the step left the resources it does not target as they
+// were. It returns the write log of the first armed operator, when it was
+// killed its last line, and how many writes it had logged at the end of
+// each step.
+func runCrashScenario(t *testing.T, prefix string, sc crashScenario, k int) (writes []string, killedAt string, ends []int) {
 	t.Helper()
 	f, err := os.CreateTemp(suite.dir, "writes-*.log")
 	if err != nil {
@@ -199,12 +266,32 @@ func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (wr
 	if k > 0 {
 		env = append(env, operatorpkg.CrashAfterWriteEnv+"="+strconv.Itoa(k))
 	}
-	e := newEnv(t, "e2e-"+prefix, watchOptions{hooked: true, hookedChart: "hookjob", operatorEnv: env})
-	for _, s := range steps {
+	w := watchOptions{hooked: true, hookedChart: "hookjob"}
+	if sc.watch != nil {
+		w = sc.watch(t)
+	}
+	armed := !slices.ContainsFunc(sc.steps, func(s crashStep) bool { return s.arm })
+	if armed {
+		w.operatorEnv = env
+	}
+	e := newEnv(t, "e2e-"+prefix, w)
+	pending := newPendingWatch()
+	for _, s := range sc.steps {
+		before := e.neighbourSnapshot(s.targets)
+		if s.prepare != nil {
+			s.prepare(e)
+		}
+		if s.arm {
+			if err := e.op.stop(); err != nil {
+				e.fatalf("stopping the operator to arm the crash point: %v", err)
+			}
+			e.opEnv, armed = env, true
+			e.restart()
+		}
 		s.do(e)
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		last := ""
-		for {
+		for i := 0; ; i++ {
 			if err := e.op.exited(); err != nil && !e.restartIfCrashed() {
 				cancel()
 				e.fatalf("step %s: %v", s.what, err)
@@ -213,15 +300,29 @@ func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (wr
 			if ok {
 				break
 			}
-			last = obs
+			if ctx.Err() == nil || last == "" {
+				last = obs // not what a call cut off by the deadline says
+			}
 			if ctx.Err() != nil {
 				cancel()
 				e.fatalf("step %s: not done within %s; last seen: %s", s.what, deadline, last)
+			}
+			if i%4 == 0 {
+				// Every second: a pending revision is held by a live operator.
+				if snap, err := e.oracleSnapshot(); err == nil {
+					if bad := e.unheldPending(pending, snap); len(bad) > 0 {
+						cancel()
+						e.fatalf("oracle: step %s: %s", s.what, strings.Join(bad, "\n  "))
+					}
+				}
 			}
 			time.Sleep(pollInterval)
 		}
 		cancel()
 		e.checkOracle(s.oracle)
+		if bad := e.neighbourViolations(before); len(bad) > 0 {
+			e.fatalf("oracle: step %s: %d violation(s):\n  %s", s.what, len(bad), strings.Join(bad, "\n  "))
+		}
 		ends = append(ends, len(readWriteLog(t, f.Name(), e.ns)))
 	}
 	writes = readWriteLog(t, f.Name(), e.ns)
@@ -235,7 +336,7 @@ func runCrashScenario(t *testing.T, prefix string, steps []crashStep, k int) (wr
 		e.restartIfCrashed()
 		writes = readWriteLog(t, f.Name(), e.ns)
 	}
-	crashed := k > 0 && e.opEnv == nil
+	crashed := k > 0 && e.opEnv == nil && armed
 	switch {
 	case crashed && len(writes) != k:
 		e.fatalf("the operator was killed with %d writes logged, want %d", len(writes), k)

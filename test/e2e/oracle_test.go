@@ -61,7 +61,9 @@ var watchedKinds = []struct {
 //     describes its generation, it is not Reconciling, it is Ready (Stalled
 //     for o.stalled), none of its release's revisions is pending — and the
 //     releases of o.gone have no record; a second later it still is;
-//   - safety: at most one deployed revision (in Helm's records, and as the
+//   - safety: no revision pending for longer than pendingGrace unless an
+//     action of a live operator holds it (unheldPending, oracle_live_test.go);
+//     at most one deployed revision (in Helm's records, and as the
 //     helm CLI lists them); every record of a release names its owner's
 //     kind and uid, every object of its deployed revision carries the
 //     operator's label and an owner reference to it; a resource claims no
@@ -80,6 +82,7 @@ func (e *env) checkOracle(o oracleOptions) {
 	}
 	start := time.Now()
 	var snap []*oracleResource
+	pending := newPendingWatch()
 	for {
 		// An operator killed at its crash point is restarted (crash_test.go).
 		if err := e.op.exited(); err != nil && !e.restartIfCrashed() {
@@ -90,6 +93,9 @@ func (e *env) checkOracle(o oracleOptions) {
 		snap, err = e.oracleSnapshot()
 		if err == nil {
 			unsettled = e.unsettled(snap, o)
+			if bad := e.unheldPending(pending, snap); len(bad) > 0 {
+				e.fatalf("oracle: %s", strings.Join(bad, "\n  "))
+			}
 		} else {
 			unsettled = []string{err.Error()}
 		}

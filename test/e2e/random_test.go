@@ -697,6 +697,13 @@ func runHistory(t *testing.T, seed uint64, steps int, keep []int, f *soakFigures
 	start := time.Now()
 	for i, s := range history {
 		t.Logf("step %d: %s", keep[i], s.what)
+		// A step on one resource leaves the others as they were
+		// (oracle_live_test.go); one on the operator or the cluster is
+		// left to checkOracle.
+		var before neighbourSnapshot
+		if r := state[s.res]; r != nil {
+			before = e.neighbourSnapshot([]string{r.name})
+		}
 		s.do(e)
 		if s.res != "" {
 			if k := findStepKind(s.kind); k.apply != nil {
@@ -704,6 +711,9 @@ func runHistory(t *testing.T, seed uint64, steps int, keep []int, f *soakFigures
 			}
 		}
 		e.checkOracle(randomOracle(state))
+		if bad := e.neighbourViolations(before); len(bad) > 0 {
+			e.fatalf("oracle: step %d (%s): %s", keep[i], s.what, strings.Join(bad, "\n  "))
+		}
 		done = i + 1
 		f.steps++
 		f.oracleChecks++
