@@ -34,8 +34,9 @@ import (
 //
 // The initial events of a watch that asks for them (sendInitialEvents, the
 // informers' streamed list) are never perturbed: the list is the truth the
-// informer starts from. Each window's end is written to stderr (the
-// operator's log) with what it held or dropped.
+// informer starts from. Each event held back or dropped, and each window's
+// end, is written to stderr (the operator's log), with the event's type and
+// the watch's path, never its object.
 const ViewEnv = "HELM_APP_OPERATOR_TEST_VIEW"
 
 // viewModes are the modes of ViewEnv.
@@ -138,7 +139,7 @@ func (t viewTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	q := req.URL.Query()
 	pr, pw := io.Pipe()
-	s := &viewStream{v: t.v, src: resp.Body, out: pw, what: req.URL.Path + "?" + q.Encode(),
+	s := &viewStream{v: t.v, src: resp.Body, out: pw, what: req.URL.Path,
 		initial: q.Get("sendInitialEvents") == "true", done: make(chan struct{})}
 	go s.pump()
 	resp.Body = viewBody{PipeReader: pr, s: s}
@@ -269,9 +270,14 @@ func (s *viewStream) pump() {
 				inWindow = true
 				perturbed++
 				s.v.perturbed.Add(1)
+				verb := "dropped"
 				if s.v.mode == viewLag {
 					held = append(held, m)
+					verb = "held back"
 				}
+				var ev watchEvent
+				_ = json.Unmarshal(m, &ev)
+				s.v.logf("%s an event (%s) of the watch %s", verb, ev.Type, s.what)
 				continue
 			}
 			if inWindow && !closed() {
