@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"io"
+	"net/http"
 	"time"
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
@@ -8,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 )
 
 // For the external tests of this package.
@@ -49,4 +52,23 @@ func NewHelmSecrets(impl corev1client.SecretInterface, now func() time.Time) dri
 // kinds in chunked.
 func StorageDriver(chunked map[schema.GroupVersionKind]bool) helmclient.ObjectToStorageDriverMapper {
 	return storageDriver(chunked, nil)
+}
+
+// WithViewFault is the test-only view perturbation's installation (viewfault.go).
+var WithViewFault = withViewFault
+
+// NewViewFault is the perturbation of spec (ViewEnv's syntax) logging to log:
+// wrap installs it on a config, perturbed counts the events it has held
+// back or dropped.
+func NewViewFault(spec string, log io.Writer) (wrap func(*rest.Config) *rest.Config, perturbed func() int, err error) {
+	v, err := parseViewFault(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	v.log = log
+	return func(c *rest.Config) *rest.Config {
+		w := rest.CopyConfig(c)
+		w.Wrap(func(rt http.RoundTripper) http.RoundTripper { return viewTransport{rt: rt, v: v} })
+		return w
+	}, v.count, nil
 }

@@ -186,6 +186,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if restConfig, err = withCrashPoint(restConfig, os.Getenv); err != nil {
 		return nil, err
 	}
+	// A test-only perturbation of the informers' watches, installed only
+	// when its variable is set (viewfault.go).
+	if restConfig, err = withViewFault(restConfig, os.Getenv); err != nil {
+		return nil, err
+	}
 	mgr, namespaces, err := newManager(restConfig, c, sh)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -51,7 +52,9 @@ type Writer struct {
 // Write merges s into obj's status and patches the difference to the API
 // server. It writes nothing when nothing changed. Fields and conditions that
 // the operator does not own are kept. A conflict re-reads the object and tries
-// again; a write refused for its size is retried with shortened messages. On
+// again, unless the name now holds another resource (another uid), whose
+// status s is not: that is NotFound, as the resource s describes is gone; a
+// write refused for its size is retried with shortened messages. On
 // success obj holds what the server stored.
 func (w Writer) Write(ctx context.Context, obj *unstructured.Unstructured, s Status) error {
 	var lastErr error
@@ -69,8 +72,19 @@ func (w Writer) Write(ctx context.Context, obj *unstructured.Unstructured, s Sta
 		case lastErr == nil:
 			return nil
 		case apierrors.IsConflict(lastErr):
+			uid := obj.GetUID()
 			if err := w.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 				return fmt.Errorf("re-reading %s after a status conflict: %w", obj.GetName(), err)
+			}
+			if obj.GetUID() != uid {
+				// The resource s describes was deleted and another of its
+				// name created since it was read (from a cache that lagged):
+				// s is not that one's status. obj stays the resource the
+				// caller had, so that nothing else is done to the other.
+				other := obj.GetUID()
+				obj.Object = base.Object
+				return apierrors.NewNotFound(schema.GroupResource{Group: obj.GroupVersionKind().Group, Resource: obj.GetKind()},
+					fmt.Sprintf("%s (uid %s; uid %s holds the name now)", obj.GetName(), uid, other))
 			}
 		case tooLarge(lastErr):
 			obj.Object = base.Object
