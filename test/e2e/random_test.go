@@ -356,10 +356,12 @@ func makeStep(kind string, r *randomResource, rng *rand.Rand, i int) randomStep 
 	case "apiserver-restart":
 		s.what, s.perturbation = "restart the API server", true
 		s.do = func(e *env) {
-			down := time.Now()
+			down, starts := time.Now(), e.starts
 			e.restartAPIServer()
 			e.restartIfStartFailed()
-			e.waitOperatorWatching(e.auditFrom, down)
+			if e.starts == starts {
+				e.waitOperatorWatching(e.auditFrom, down)
+			}
 		}
 	default:
 		panic("no step kind " + kind)

@@ -87,10 +87,11 @@ func operatorWatches(ns string, from int64) (map[string]*operatorWatch, error) {
 }
 
 // waitOperatorWatching waits until the operator watches again, after the
-// API server went down at down, every resource of the namespace it watched
-// before, in the audit log from byte from on (the test's start) — each with
-// a watch started after down (so on the new server) that lasts: still
-// open, or open for a second.
+// API server went down at down, every resource of the namespace it was
+// watching then, in the audit log from byte from on (the test's start) —
+// each with a watch started after down (so on the new server) that lasts:
+// still open, or open for a second. (An operator that had to be started
+// again starts with lists: its view is new; the caller does not wait.)
 func (e *env) waitOperatorWatching(from int64, down time.Time) {
 	e.t.Helper()
 	start := time.Now()
@@ -101,7 +102,9 @@ func (e *env) waitOperatorWatching(from int64, down time.Time) {
 		}
 		before, live := map[string]bool{}, map[string]bool{}
 		for _, w := range ws {
-			if !w.started.IsZero() && w.started.Before(down) {
+			// Open when the server went down: the operator's view then (a
+			// process killed earlier, or a watch it ended, is not).
+			if !w.started.IsZero() && w.started.Before(down) && (w.ended.IsZero() || !w.ended.Before(down)) {
 				before[w.resource] = true
 			}
 			if w.started.After(down) && (w.ended.IsZero() || w.ended.Sub(w.started) >= time.Second) {
