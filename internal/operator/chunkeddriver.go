@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kblabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -66,6 +69,12 @@ import (
 //     one leader), so a torn index is never another writer's create in
 //     progress. (A record helm-operator-plugins' driver tore in an update
 //     reads the same way: as absent.)
+//   - Query (Helm's history read, which every reconcile makes) deletes the
+//     chunks no index lists, once per index version per process
+//     (sweepLeftovers), so that those an update killed before its last
+//     writes left do not outlive the restart. A chunk is deleted only while
+//     no update of its record runs in this process (recordLocks); the
+//     operator is the only writer of its records (one leader).
 //   - Delete deletes the index and its chunks in one request by label, as
 //     helm-operator-plugins' does; stopped partway it leaves chunks whose
 //     owner is gone (collected) or an index without chunks (torn: absent).
@@ -284,12 +293,29 @@ func (d *chunkedSecrets) chunksOf(key string) string {
 	return kblabels.Set{"owner": d.owner, "key": key, "type": "chunk"}.String()
 }
 
+// recordLocks holds a mutex per index Secret (namespace/name) that an
+// update holds while it writes, so that a sweep of leftover chunks in the
+// same process never deletes the chunks of an update in progress.
+var recordLocks sync.Map
+
+func recordLock(ns, key string) *sync.Mutex {
+	m, _ := recordLocks.LoadOrStore(ns+"/"+key, new(sync.Mutex))
+	return m.(*sync.Mutex)
+}
+
+// sweptRecords holds, by index Secret (namespace/name), the
+// resourceVersion of the index whose leftover chunks were last deleted.
+var sweptRecords sync.Map
+
 func (d *chunkedSecrets) Update(key string, rls *helmrelease.Release) error {
 	ctx := context.Background()
 	old, err := d.getIndex(ctx, key)
 	if err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
+	lock := recordLock(old.Namespace, key)
+	lock.Lock()
+	defer lock.Unlock()
 	pieces, err := d.pieces(key, rls)
 	if err != nil {
 		return fmt.Errorf("update: failed to encode release %q: %w", rls.Name, err)
@@ -303,7 +329,8 @@ func (d *chunkedSecrets) Update(key string, rls *helmrelease.Release) error {
 	idx.UID = old.UID
 	idx.ResourceVersion = old.ResourceVersion
 	idx.OwnerReferences = old.OwnerReferences
-	if _, err := d.impl.Update(ctx, idx, metav1.UpdateOptions{}); err != nil {
+	updated, err := d.impl.Update(ctx, idx, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update: failed to update the index %q: %w", key, err)
 	}
 	// The record is written: chunks left over are harmless (see the type),
@@ -325,9 +352,71 @@ func (d *chunkedSecrets) Update(key string, rls *helmrelease.Release) error {
 		uid := c.UID
 		if err := d.impl.Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 			d.log.V(1).Info("leaving an old chunk of a release record", "record", key, "chunk", c.Name, "error", err.Error())
+			return nil
 		}
 	}
+	sweptRecords.Store(updated.Namespace+"/"+key, updated.ResourceVersion)
 	return nil
+}
+
+// sweepLeftovers deletes the chunk Secrets of the (whole, decoded) index
+// Secrets idxs that they do not list, for those not swept at their
+// current resourceVersion by this process yet: one list of their chunks.
+// A failure leaves the chunks (harmless) for the next read.
+func (d *chunkedSecrets) sweepLeftovers(ctx context.Context, idxs []*corev1.Secret) {
+	byKey := map[string]*corev1.Secret{}
+	for _, idx := range idxs {
+		if rv, ok := sweptRecords.Load(idx.Namespace + "/" + idx.Name); !ok || rv != idx.ResourceVersion {
+			byKey[idx.Name] = idx
+		}
+	}
+	if len(byKey) == 0 {
+		return
+	}
+	keys, err := kblabels.NewRequirement("key", selection.In, slices.Sorted(maps.Keys(byKey)))
+	if err != nil {
+		return
+	}
+	sel := kblabels.SelectorFromSet(kblabels.Set{"owner": d.owner, "type": "chunk"}).Add(*keys)
+	list, err := d.impl.List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		d.log.V(1).Info("not sweeping the leftover chunks of release records", "error", err.Error())
+		return
+	}
+	failed := map[string]bool{}
+	for i := range list.Items {
+		c := &list.Items[i]
+		idx := byKey[c.Labels["key"]]
+		if idx == nil || d.lists(idx, c.Name) {
+			continue
+		}
+		lock := recordLock(idx.Namespace, idx.Name)
+		if !lock.TryLock() {
+			failed[idx.Name] = true // an update runs: its own chunks
+			continue
+		}
+		uid := c.UID
+		err := d.impl.Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		lock.Unlock()
+		if err != nil && !apierrors.IsNotFound(err) {
+			d.log.V(1).Info("leaving a leftover chunk of a release record", "record", idx.Name, "chunk", c.Name, "error", err.Error())
+			failed[idx.Name] = true
+		}
+	}
+	for key, idx := range byKey {
+		if !failed[key] {
+			sweptRecords.Store(idx.Namespace+"/"+key, idx.ResourceVersion)
+		}
+	}
+}
+
+// lists says whether the index Secret idx lists the chunk name.
+func (d *chunkedSecrets) lists(idx *corev1.Secret, name string) bool {
+	var extra []string
+	if err := json.Unmarshal(idx.Data["extraChunks"], &extra); err != nil {
+		return true // not ours to judge
+	}
+	return slices.Contains(extra, name)
 }
 
 func (d *chunkedSecrets) Delete(key string) (*helmrelease.Release, error) {
@@ -430,6 +519,8 @@ func (d *chunkedSecrets) Query(labels map[string]string) ([]*helmrelease.Release
 		return nil, fmt.Errorf("query: %w", err)
 	}
 	out := make([]*helmrelease.Release, 0, len(list.Items))
+	whole := make([]*corev1.Secret, 0, len(list.Items))
+	defer func() { d.sweepLeftovers(ctx, whole) }()
 	for i := range list.Items {
 		idx := &list.Items[i]
 		rls, err := d.decode(ctx, idx)
@@ -440,6 +531,7 @@ func (d *chunkedSecrets) Query(labels map[string]string) ([]*helmrelease.Release
 		if err != nil {
 			return nil, fmt.Errorf("query: failed to decode release: %w", err)
 		}
+		whole = append(whole, idx)
 		if client.AsSelector().Matches(kblabels.Set(rls.Labels)) {
 			out = append(out, rls)
 		}

@@ -169,7 +169,8 @@ func chunkSecrets(t *testing.T, sc corev1client.SecretInterface, key string) []s
 // reads as the revision before or the revision after, never an error (Get,
 // Query and List agree), and the next action on it succeeds: a create of
 // the revision where there is none (over a torn create), an update, a
-// delete. An update's leftover chunks are gone after the next update.
+// delete. The chunks an update left that its index does not list are gone
+// after the next read of the history (a Query).
 // (helm-operator-plugins' driver, stopped the same way, leaves an index
 // naming chunks that do not exist: "failed to get chunk 3 secret".)
 func TestChunkedDriverSurvivesAStopAfterEveryWrite(t *testing.T) {
@@ -216,6 +217,12 @@ func TestChunkedDriverSurvivesAStopAfterEveryWrite(t *testing.T) {
 			}
 			if err == nil && (got == nil) != (after == nil) {
 				t.Fatalf("%s completed with %d writes, but the record reads as if it did not", op, k)
+			}
+			// The read (a Query) deleted the chunks the index does not list.
+			if got != nil {
+				if n, want := len(chunkSecrets(t, sc, key)), listedChunks(t, sc, key); n != want {
+					t.Errorf("%s stopped after write %d: %d chunk Secrets after a read, want the %d its index lists", op, k, n, want)
+				}
 			}
 
 			// The next action.
