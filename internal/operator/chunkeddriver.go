@@ -259,6 +259,8 @@ func (d *chunkedSecrets) Create(key string, rls *helmrelease.Release) error {
 	if err := d.createChunks(ctx, created, pieces); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
+	// Its chunks are those it lists (a new index owns no other).
+	sweptRecords.Store(created.Namespace+"/"+key, created.ResourceVersion)
 	return nil
 }
 
@@ -316,6 +318,8 @@ func (d *chunkedSecrets) Update(key string, rls *helmrelease.Release) error {
 	lock := recordLock(old.Namespace, key)
 	lock.Lock()
 	defer lock.Unlock()
+	// Until it succeeds, its record may have chunks it does not list.
+	sweptRecords.Delete(old.Namespace + "/" + key)
 	pieces, err := d.pieces(key, rls)
 	if err != nil {
 		return fmt.Errorf("update: failed to encode release %q: %w", rls.Name, err)
@@ -436,6 +440,7 @@ func (d *chunkedSecrets) Delete(key string) (*helmrelease.Release, error) {
 	if err := d.impl.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
 		return nil, fmt.Errorf("delete: failed to delete index secret %q: %w", key, err)
 	}
+	sweptRecords.Delete(idx.Namespace + "/" + key)
 	return rls, nil
 }
 
