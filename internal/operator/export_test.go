@@ -72,3 +72,9 @@ func NewViewFault(spec string, log io.Writer) (wrap func(*rest.Config) *rest.Con
 		return w
 	}, v.count, nil
 }
+
+// NewChunkedSecrets is the operator's own chunked Secrets storage driver
+// over impl, owner helm-app-operator, in chunks of chunkSize bytes.
+func NewChunkedSecrets(impl corev1client.SecretInterface, chunkSize int) driver.Driver {
+	return newChunkedSecrets(impl, "helm-app-operator", chunkSize)
+}

@@ -426,9 +426,9 @@ func TestHelmCLIReadsAndUpgradesOurRecords(t *testing.T) {
 	}
 }
 
-// Chunked storage stays helm-operator-plugins' driver: a kind whose watch
-// says chunked writes a revision too large for one Secret as that driver's
-// index and chunk Secrets (owner helm-app-operator, never Helm's type),
+// Chunked storage keeps helm-operator-plugins' format (our own driver since
+// issue 28): a kind whose watch says chunked writes a revision too large
+// for one Secret as that driver's index and chunk Secrets (owner helm-app-operator, never Helm's type),
 // which that driver reads back as the same release; Helm-format records
 // written before the switch (by our driver) are read beside them, and
 // each is deleted by the driver that holds it.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	hopstorage "github.com/operator-framework/helm-operator-plugins/pkg/storage"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +31,9 @@ import (
 //     revision too large for its Secret before it writes it
 //     (release.TooLargeError), so that Helm stops before it applies
 //     anything;
-//   - chunked: helm-operator-plugins' chunked Secrets driver, which writes
-//     every revision, reading the kind's releases from both drivers so that
+//   - chunked: our own chunked Secrets driver (chunkedSecrets), in
+//     helm-operator-plugins' format, which writes every revision in an
+//     order safe from a crash at any write, reading the kind's releases from both drivers so that
 //     those stored before the switch are kept (see layered).
 //
 // Both put a controller owner reference to the resource on the Secrets that
@@ -54,6 +54,9 @@ func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Dr
 		var d driver.Driver = hs
 		if chunked[obj.GetObjectKind().GroupVersionKind()] {
 			cd, sc := chunkedDriver(obj, cs)
+			if l, err := logr.FromContext(ctx); err == nil {
+				cd.log = l
+			}
 			d = layered{Driver: cd, previous: d, secrets: sc}
 		}
 		if wrap != nil {
@@ -63,14 +66,14 @@ func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Dr
 	}
 }
 
-// chunkedDriver is helm-operator-plugins' chunked Secrets driver in obj's
-// namespace, with chunks of release.ChunkSize and no bound on their number.
-// It returns the driver's Secrets client too.
-func chunkedDriver(obj client.Object, cs corev1client.CoreV1Interface) (driver.Driver, corev1client.SecretInterface) {
+// chunkedDriver is our chunked Secrets driver in obj's namespace, with
+// chunks of release.ChunkSize and no bound on their number. It returns the
+// driver's Secrets client too.
+func chunkedDriver(obj client.Object, cs corev1client.CoreV1Interface) (*chunkedSecrets, corev1client.SecretInterface) {
 	owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
 	sc := helmclient.NewOwnerRefSecretClient(cs.Secrets(obj.GetNamespace()), []metav1.OwnerReference{*owner},
-		func(s *corev1.Secret) bool { return s.Type == hopstorage.SecretTypeChunkedIndex })
-	return hopstorage.NewChunkedSecrets(sc, release.ChunkedOwner, hopstorage.ChunkedSecretsConfig{ChunkSize: release.ChunkSize}), sc
+		func(s *corev1.Secret) bool { return s.Type == chunkedIndexType })
+	return newChunkedSecrets(sc, release.ChunkedOwner, release.ChunkSize), sc
 }
 
 // encodedSize is the size of rls as Helm's Secrets driver stores it: the
