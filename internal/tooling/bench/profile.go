@@ -38,8 +38,22 @@ func profileCPU(ctx context.Context, dir, name, addr string) (stop func()) {
 // fetchProfile writes one CPU profile of profileChunk seconds to path; a
 // profile cut short by ctx is not written.
 func fetchProfile(ctx context.Context, path, addr string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, profileChunk), nil)
+	return fetchPprof(ctx, path, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, profileChunk), "CPU profile from "+addr)
+}
+
+// fetchHeap writes the heap profile of the process serving /debug/pprof at
+// addr to path, after a garbage collection (gc=1) so that its allocation
+// counts are current. Two of them bracket a phase: `go tool pprof
+// -sample_index=alloc_space -base start.pprof end.pprof` is what the phase
+// allocated, by call stack (sampled, one in 512 KB).
+func fetchHeap(ctx context.Context, path, addr string) error {
+	return fetchPprof(ctx, path, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", addr), "heap profile from "+addr)
+}
+
+// fetchPprof writes what url serves to path (its directory made); what
+// names it in an error. An answer cut short by ctx is not written.
+func fetchPprof(ctx context.Context, path, url, what string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -50,29 +64,7 @@ func fetchProfile(ctx context.Context, path, addr string) error {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK || ctx.Err() != nil {
-		return fmt.Errorf("CPU profile from %s: %s: %v", addr, resp.Status, err)
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
-// fetchHeap writes the heap profile of the process serving /debug/pprof at
-// addr to path, after a garbage collection (gc=1) so that its allocation
-// counts are current. Two of them bracket a phase: `go tool pprof
-// -sample_index=alloc_space -base start.pprof end.pprof` is what the phase
-// allocated, by call stack (sampled, one in 512 KB).
-func fetchHeap(ctx context.Context, path, addr string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", addr), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile from %s: %s: %v", addr, resp.Status, err)
+		return fmt.Errorf("%s: %s: %v", what, resp.Status, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
