@@ -78,7 +78,7 @@ func restartPhases(ctx context.Context, cfg Config, p *progress, s operatorSpec,
 		next.stop(40 * time.Second)
 		return rr, err
 	}
-	end, settled, err := audit.quietAfter(user, t0, quiet, settleLimit)
+	end, settled, err := audit.quietAfter(user, t0, quiet, settleLimit, next.Pid())
 	if err != nil {
 		next.stop(40 * time.Second)
 		return rr, err
@@ -121,7 +121,7 @@ func restartPhases(ctx context.Context, cfg Config, p *progress, s operatorSpec,
 	// The start's reconciles; the first periodic ones follow a period after
 	// each resource's last reconcile, so a quiet moment comes before them
 	// unless the start takes longer than a period.
-	_, rr.SteadyStartQuiet, err = audit.quietAfter(user, t1, quiet, period)
+	_, rr.SteadyStartQuiet, err = audit.quietAfter(user, t1, quiet, period, steady.Pid())
 	if err != nil {
 		return rr, err
 	}

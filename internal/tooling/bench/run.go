@@ -235,7 +235,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err := waitWatchingSince(ctx, audit, proc, user, time.Time{}); err != nil {
 		return run, err
 	}
-	if _, _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute); err != nil {
+	if _, _, err := audit.quietAfter(user, time.Now(), quiet, time.Minute, proc.Pid()); err != nil {
 		return run, err
 	}
 	if run.RSSIdle, err = proc.rss(); err != nil {
@@ -303,7 +303,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 		run.AllReadySeconds = lastReady.Sub(t0).Seconds()
 	}
 	p.report("settling", "")
-	end, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
+	end, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n), proc.Pid())
 	if err != nil {
 		return run, err
 	}
@@ -331,7 +331,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if run.LatencySeconds, err = specChanges(ctx, c, tr, p, s, n, cfg.Changes); err != nil {
 		return run, err
 	}
-	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
+	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n), proc.Pid())
 	if err != nil {
 		return run, err
 	}
@@ -347,7 +347,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	}); err != nil {
 		return run, err
 	}
-	tB, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
+	tB, settled, err := audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n), proc.Pid())
 	if err != nil {
 		return run, err
 	}
@@ -361,7 +361,7 @@ func runOperator(ctx context.Context, cfg Config, p *progress, s operatorSpec, n
 	if err := createUnrelatedSecrets(ctx, c.cs, cfg.UnrelatedSecrets, cfg.SecretBytes, cfg.ClientWorkers); err != nil {
 		return run, err
 	}
-	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n))
+	_, settled, err = audit.quietAfter(user, time.Now(), quiet, settleLimitFor(n), proc.Pid())
 	if err != nil {
 		return run, err
 	}
