@@ -60,7 +60,10 @@ var watchedKinds = []struct {
 //   - liveness: within o.bound every resource is settled — its status
 //     describes its generation, it is not Reconciling, it is Ready (Stalled
 //     for o.stalled), none of its release's revisions is pending — and the
-//     releases of o.gone have no record; a second later it still is;
+//     releases of o.gone have no record; no object of its deployed
+//     revision contradicts its Ready=True (gone, or not Current: the status
+//     has not yet caught up with a change to the cluster, notCaughtUp); a
+//     second later it still is;
 //   - safety: no revision pending for longer than pendingGrace unless an
 //     action of a live operator holds it (unheldPending, oracle_live_test.go);
 //     at most one deployed revision (in Helm's records, and as the
@@ -93,6 +96,9 @@ func (e *env) checkOracle(o oracleOptions) {
 		snap, err = e.oracleSnapshot()
 		if err == nil {
 			unsettled = e.unsettled(snap, o)
+			if len(unsettled) == 0 {
+				unsettled = e.notCaughtUp(snap)
+			}
 			if bad := e.unheldPending(pending, snap); len(bad) > 0 {
 				e.fatalf("oracle: %s", strings.Join(bad, "\n  "))
 			}
@@ -123,6 +129,49 @@ func (e *env) checkOracle(o oracleOptions) {
 		e.fatalf("oracle: %d violation(s):\n  %s", len(bad), strings.Join(bad, "\n  "))
 	}
 	e.t.Logf("oracle: %d resource(s) settled in %.1fs, every check held", len(snap), settled.Seconds())
+}
+
+// notCaughtUp names each resource whose Ready=True the cluster already
+// contradicts: an object of its deployed revision gone or not Current. A
+// status follows the cluster by an event and a reconcile, so right after a
+// step changed an object (a Deployment scaled by hand, a ConfigMap deleted)
+// the old Ready=True is not yet settled, whatever its conditions say: the
+// oracle waits for the operator to see the change rather than judge the
+// status it wrote before. One that never catches up fails the liveness bound;
+// one Ready=True against the cluster a second after settling is still a
+// truth violation (resourceViolations).
+func (e *env) notCaughtUp(snap []*oracleResource) []string {
+	mapper, err := e.restMapper()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, r := range snap {
+		if !r.n.is(typeReady, metav1.ConditionTrue) {
+			continue
+		}
+		var deployed *helmrelease.Release
+		for _, rec := range r.records {
+			if rec.Info != nil && rec.Info.Status == helmrelease.StatusDeployed {
+				deployed = rec
+			}
+		}
+		if deployed == nil {
+			continue
+		}
+		objs, err := manifestObjects(deployed.Manifest)
+		if err != nil {
+			continue // resourceViolations reports it
+		}
+		for _, obj := range objs {
+			for _, v := range e.objectViolations(obj, deployed, string(r.u.GetUID()), true, mapper) {
+				if strings.HasPrefix(v, "truth: Ready=True, but ") {
+					out = append(out, fmt.Sprintf("%s: status not caught up with the cluster: %s", r.key, strings.TrimPrefix(v, "truth: ")))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // oracleResource is one resource as the oracle sees it, with Helm's records

@@ -59,3 +59,16 @@ func findProcesses(want map[string]string) (map[string]int, error) {
 	}
 	return found, nil
 }
+
+// ControllerManagerPID returns the pid of the full control plane's
+// kube-controller-manager, 0 when it runs none: a test stops it (SIGSTOP)
+// to stand for a controller manager that lags, as one does while its
+// watches come back after an API server restart.
+func (cp *ControlPlane) ControllerManagerPID() int {
+	for _, c := range cp.components {
+		if c.name == binControllerManager {
+			return c.Pid()
+		}
+	}
+	return 0
+}
