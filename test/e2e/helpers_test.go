@@ -57,6 +57,8 @@ type env struct {
 	op *operator
 	// starts counts the operator processes started, for their log names.
 	starts int
+	// opStarted is when the operator process now running was started.
+	opStarted time.Time
 	// opEnv is added to the environment of the operator processes started
 	// from now on (the crash point's variables, crash_test.go).
 	opEnv []string
@@ -164,6 +166,7 @@ func (e *env) restart() {
 	if e.starts > 1 {
 		e.logPath = filepath.Join(e.dir, fmt.Sprintf("operator-%d.log", e.starts))
 	}
+	e.opStarted = time.Now()
 	op, err := startOperator(e.dir, e.watchesPath, e.logPath, e.ns, e.opEnv...)
 	if err != nil {
 		e.t.Fatal(err)
