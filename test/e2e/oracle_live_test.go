@@ -134,12 +134,7 @@ func (e *env) neighbourSnapshot(targets []string) neighbourSnapshot {
 		for k, v := range e.recordSecrets(name) {
 			out[r.key+": "+k] = v
 		}
-		var deployed *helmrelease.Release
-		for _, rec := range r.records {
-			if rec.Info != nil && rec.Info.Status == helmrelease.StatusDeployed {
-				deployed = rec
-			}
-		}
+		deployed := r.deployedRecord()
 		if deployed == nil {
 			continue
 		}

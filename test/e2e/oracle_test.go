@@ -150,12 +150,7 @@ func (e *env) notCaughtUp(snap []*oracleResource) []string {
 		if !r.n.is(typeReady, metav1.ConditionTrue) {
 			continue
 		}
-		var deployed *helmrelease.Release
-		for _, rec := range r.records {
-			if rec.Info != nil && rec.Info.Status == helmrelease.StatusDeployed {
-				deployed = rec
-			}
-		}
+		deployed := r.deployedRecord()
 		if deployed == nil {
 			continue
 		}
@@ -193,6 +188,17 @@ type oracleResource struct {
 	// records are Helm's records of the release, oldest first; plain those
 	// of Helm's own driver (the helm CLI's).
 	records, plain []*helmrelease.Release
+}
+
+// deployedRecord is the last of r's Helm records marked deployed, nil when none is.
+func (r *oracleResource) deployedRecord() *helmrelease.Release {
+	var out *helmrelease.Release
+	for _, rec := range r.records {
+		if rec.Info != nil && rec.Info.Status == helmrelease.StatusDeployed {
+			out = rec
+		}
+	}
+	return out
 }
 
 // oracleSnapshot reads every resource of the watched kinds with its
