@@ -40,7 +40,7 @@ func main() {
 	flag.DurationVar(&c.ReadinessTimeout, "readiness-timeout", 5*time.Minute, "Default time a release's objects may take to become ready after a deployment before the resource is reported Stalled (ProgressDeadlineExceeded); a watch's readinessTimeout overrides it; 0 disables.")
 	flag.DurationVar(&c.Timeout, "helm-timeout", 5*time.Minute, "Default bound of every Helm action (install, upgrade, rollback, uninstall), each hook included, and the age after which a pending release lock is stale; a watch's timeout overrides it.")
 	var qps float64
-	flag.Float64Var(&qps, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the whole operator may send to the API server, a client-side limit shared by all its clients; 0 sets none and leaves the pacing to the API server's priority and fairness.")
+	flag.Float64Var(&qps, "kube-api-qps", defaultKubeAPIQPS, "Requests per second the whole operator may send to the API server, a client-side limit shared by all its clients; 0 sets none and leaves the pacing to the API server's priority and fairness. Unset, the default holds only until the API server shows it applies priority and fairness; a value given is kept.")
 	flag.IntVar(&c.KubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator may send at once above --kube-api-qps; when only --kube-api-qps is given, twice it (0 with --kube-api-qps=0).")
 	zapOpts := zap.Options{}
 	flag.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each resource's own namespace, that the Helm actions of watches setting no serviceAccount act as (impersonated); a resource's annotation helmapp.io/service-account wins; empty means the operator's own identity.")
@@ -50,7 +50,7 @@ func main() {
 
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	c.KubeAPIQPS, c.KubeAPIBurst = rateLimits(set["kube-api-qps"], set["kube-api-burst"], qps, c.KubeAPIBurst)
+	c.KubeAPIQPS, c.KubeAPIBurst, c.LiftRateLimitsUnderAPF = rateLimits(set["kube-api-qps"], set["kube-api-burst"], qps, c.KubeAPIBurst)
 	if err := operator.ValidateRateLimits(c.KubeAPIQPS, c.KubeAPIBurst); err != nil {
 		fail(err)
 	}

@@ -108,6 +108,10 @@ type Config struct {
 	// default) leave the REST config's own limits: none from main.go.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// LiftRateLimitsUnderAPF lifts those limits at the first response that
+	// shows the API server applies priority and fairness: main.go sets it
+	// when no flag chose them (its defaults bound an API server without).
+	LiftRateLimitsUnderAPF bool
 
 	// SkipNameValidation lets several managers with the same controllers run
 	// in one process, as tests do.
@@ -178,7 +182,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if err != nil {
 		return nil, err
 	}
-	restConfig, err = withRateLimits(restConfig, c.KubeAPIQPS, c.KubeAPIBurst)
+	log := ctrl.Log
+	if c.Logger != nil {
+		log = *c.Logger
+	}
+	restConfig, err = withRateLimits(restConfig, c.KubeAPIQPS, c.KubeAPIBurst, c.LiftRateLimitsUnderAPF, log.WithName("ratelimit"))
 	if err != nil {
 		return nil, err
 	}

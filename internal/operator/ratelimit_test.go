@@ -2,13 +2,21 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 	"github.com/helmapp/helm-app-operator/internal/watches"
@@ -77,4 +85,77 @@ func TestClientRateLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	tu.WaitForCondition(t, c, tu.EchoGVK, ns, "echo", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+}
+
+// TestDefaultRateLimitsLiftedUnderPriorityAndFairness builds managers as
+// main.go does when no flag sets the limits (400/s, burst 800, lifted under
+// priority and fairness) and when flags set them: against a kube-apiserver
+// that applies priority and fairness (its default), the defaults are lifted
+// at the first response, said once in the log, while limits a flag chose
+// stay; against one started with --enable-priority-and-fairness=false, the
+// defaults stay.
+func TestDefaultRateLimitsLiftedUnderPriorityAndFairness(t *testing.T) {
+	ws, err := watches.Load(tu.DefaultWatches(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// limitAfterARequest builds a manager against restConfig and returns the
+	// limit in force after one request of a client made from its config, and
+	// what its logger said.
+	limitAfterARequest := func(t *testing.T, restConfig *rest.Config, lift bool) (float32, string) {
+		var mu sync.Mutex
+		var logged strings.Builder
+		logger := funcr.New(func(prefix, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(&logged, "%s %s\n", prefix, args)
+		}, funcr.Options{})
+		c := operator.Config{MaxConcurrentReconciles: 1, MetricsBindAddress: "0", HealthProbeBindAddress: "0", SkipNameValidation: true,
+			KubeAPIQPS: 400, KubeAPIBurst: 800, LiftRateLimitsUnderAPF: lift, Logger: &logger}
+		mgr, err := operator.New(restConfig, c, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return mgr.GetConfig().RateLimiter.QPS(), logged.String()
+	}
+	const said = "client-side rate limit lifted: the API server applies priority and fairness"
+
+	t.Run("priority and fairness, the defaults", func(t *testing.T) {
+		if qps, logged := limitAfterARequest(t, cfg, true); qps != 0 || !strings.Contains(logged, said) {
+			t.Errorf("limit after a request: %v/s, log %q; want none, and the log saying %q", qps, logged, said)
+		}
+	})
+	t.Run("priority and fairness, limits a flag chose", func(t *testing.T) {
+		if qps, logged := limitAfterARequest(t, cfg, false); qps != 400 || strings.Contains(logged, said) {
+			t.Errorf("limit after a request: %v/s, log %q; want 400/s, and nothing lifted", qps, logged)
+		}
+	})
+	t.Run("no priority and fairness, the defaults", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		noAPF, err := controlplane.Start(ctx, controlplane.Options{
+			CRDDirectoryPaths: []string{filepath.Join(tu.RepoRoot(), "config", "crd", "bases")},
+			APIServerArgs:     map[string]string{"enable-priority-and-fairness": "false"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := noAPF.Stop(); err != nil {
+				t.Error(err)
+			}
+		}()
+		if qps, logged := limitAfterARequest(t, noAPF.Config, true); qps != 400 || strings.Contains(logged, said) {
+			t.Errorf("limit after a request: %v/s, log %q; want 400/s, and nothing lifted", qps, logged)
+		}
+	})
 }

@@ -45,6 +45,9 @@ type Options struct {
 	// to <WorkDir>/audit.log, so that the requests of each user can be
 	// counted.
 	AuditLog bool
+	// APIServerArgs are further kube-apiserver flags, name to value (e.g.
+	// "enable-priority-and-fairness": "false").
+	APIServerArgs map[string]string
 }
 
 // ControlPlane is a running local control plane. Stop it when done.
@@ -151,6 +154,9 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 		if err := cp.configureAudit(); err != nil {
 			return err
 		}
+	}
+	for name, value := range opts.APIServerArgs {
+		cp.env.ControlPlane.APIServer.Configure().Set(name, value)
 	}
 	if os.Getenv(envStartTimeout) == "" {
 		cp.env.ControlPlaneStartTimeout = startTimeout
