@@ -76,6 +76,12 @@ func (lb Labeler) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {
 	return out, nil
 }
 
+// Label adds ManagedLabel and lb.Labels to u's labels (not to its pod
+// templates), as Run does to each object of a manifest.
+func (lb Labeler) Label(u *unstructured.Unstructured) {
+	_ = lb.label(u)
+}
+
 func (lb Labeler) label(u *unstructured.Unstructured) error {
 	l := u.GetLabels()
 	if l == nil {

@@ -6,14 +6,11 @@ import (
 	"testing"
 	"time"
 
-	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
 )
@@ -25,18 +22,7 @@ func TestCapabilitiesAreShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	acg, err := helmclient.NewActionConfigGetter(cfg, mapper)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acg := actionConfigGetter(t)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s := operator.NewSharedCapabilities(acg, func() time.Time { return now })
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}

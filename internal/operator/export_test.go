@@ -7,10 +7,15 @@ import (
 
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/dependents"
 )
 
 // For the external tests of this package.
@@ -77,4 +82,10 @@ func NewViewFault(spec string, log io.Writer) (wrap func(*rest.Config) *rest.Con
 // over impl, owner helm-app-operator, in chunks of chunkSize bytes.
 func NewChunkedSecrets(impl corev1client.SecretInterface, chunkSize int) driver.Driver {
 	return newChunkedSecrets(impl, "helm-app-operator", chunkSize)
+}
+
+// NewReleasePostRenderer is the operator's post-renderer for owner
+// (postrender.go), with labels as the shard's.
+func NewReleasePostRenderer(rm meta.RESTMapper, kc kube.Interface, owner client.Object, labels map[string]string) postrender.PostRenderer {
+	return releasePostRenderer{rm: rm, kc: kc, owner: owner, labels: dependents.Labeler{Labels: labels}}
 }

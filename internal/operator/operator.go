@@ -12,12 +12,10 @@ import (
 
 	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
-	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -144,7 +142,8 @@ type Config struct {
 	WrapRecords func(client.Reader) client.Reader
 }
 
-// The dependents package implements Helm's post-renderer without importing Helm.
+// The dependents package implements Helm's post-renderer without importing
+// Helm (the operator's own runs its labelling, postrender.go).
 var _ postrender.PostRenderer = dependents.Labeler{}
 
 // DefaultLeaderElectionID is the Lease name used when none is given.
@@ -345,14 +344,15 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	// preempts the waits of its running action (release.Actions.Supersede).
 	actions := release.NewActions()
 	caps := newSharedCapabilities(acg, time.Now, writes, actions)
+	// Every object of a release is labelled, so that a label-scoped cache can
+	// watch it, and owned by the resource, in one post-renderer (postrender.go).
+	var pass onePass
 	getter, err := helmclient.NewActionClientGetter(caps, helmclient.WithFailureRollbacks(false),
-		// Label every object of a release, so that a label-scoped cache can watch them.
-		helmclient.AppendPostRenderers(func(_ meta.RESTMapper, _ kube.Interface, owner client.Object) postrender.PostRenderer {
-			return dependents.Labeler{Labels: sh.labelsOf(owner.GetLabels())}
-		}))
+		helmclient.AppendPostRenderers(pass.provider(sh.labelsOf)))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
+	getter = pass.getter(getter)
 
 	depCache, err := dependentCache(mgr, namespaces, sh.and(dependents.Selector()), ws)
 	if err != nil {
