@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,6 +93,61 @@ func TestBadWatchesFileStopsStart(t *testing.T) {
 			msg := strings.TrimSpace(string(out))
 			if want := "error: " + tt.want; !strings.HasPrefix(msg, want) || strings.Contains(msg, "\n") {
 				t.Errorf("start-up error %q, want one line starting with %q", msg, want)
+			}
+		})
+	}
+}
+
+// TestStartLogShowsCollectorSettings runs the real binary: its start-up log
+// says what the garbage collector runs with, Go's own target (GOGC=100)
+// unless GOGC is set, and GOMEMLIMIT as set or as derived from the
+// container's memory limit (memlimit.go).
+func TestStartLogShowsCollectorSettings(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "manager")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	derived := "none"
+	if l := defaultMemoryLimit(cgroupMemoryFiles); l > 0 {
+		derived = strconv.FormatInt(l, 10)
+	}
+	for _, tt := range []struct {
+		name                string
+		env                 []string
+		wantGOGC, wantLimit string
+	}{
+		{"defaults", nil, "100", derived},
+		{"GOGC and GOMEMLIMIT set", []string{"GOGC=50", "GOMEMLIMIT=1GiB"}, "50", "1073741824"},
+		{"GOGC off", []string{"GOGC=off"}, "off", derived},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "--watches-file", "watches.yaml", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+			// No cluster: the operator logs its settings, then stops for want of one.
+			env := []string{"KUBECONFIG=/nonexistent", "HOME=" + t.TempDir()}
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); k != "GOGC" && k != "GOMEMLIMIT" && k != "KUBECONFIG" && k != "HOME" &&
+					k != "KUBERNETES_SERVICE_HOST" && k != "KUBERNETES_SERVICE_PORT" {
+					env = append(env, kv)
+				}
+			}
+			cmd.Env = append(env, tt.env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the operator started without a cluster:\n%s", out)
+			}
+			var found bool
+			for _, line := range strings.Split(string(out), "\n") {
+				var entry map[string]any
+				if json.Unmarshal([]byte(line), &entry) != nil || entry["msg"] != "Garbage collector" {
+					continue
+				}
+				found = true
+				if entry["GOGC"] != tt.wantGOGC || entry["GOMEMLIMIT"] != tt.wantLimit {
+					t.Errorf("logged GOGC %v, GOMEMLIMIT %v; want %s, %s", entry["GOGC"], entry["GOMEMLIMIT"], tt.wantGOGC, tt.wantLimit)
+				}
+			}
+			if !found {
+				t.Errorf("no start-up log line on the garbage collector in:\n%s", out)
 			}
 		})
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"math"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 )
@@ -44,4 +46,30 @@ func containerMemoryLimit(files []string) int64 {
 // (none) without one.
 func defaultMemoryLimit(files []string) int64 {
 	return int64(float64(containerMemoryLimit(files)) * memoryLimitShare)
+}
+
+// collectorSettings reads the garbage collector's target and soft memory
+// limit as the runtime applies them, for the start-up log: GOGC as a
+// percentage ("off" when collection is off), GOMEMLIMIT in bytes ("none"
+// when there is none).
+func collectorSettings() (gogc, memLimit string) {
+	samples := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(samples)
+	gogc, memLimit = "unknown", "unknown"
+	if v := samples[0].Value; v.Kind() == metrics.KindUint64 {
+		// GOGC=off reads as a negative percentage stored in a uint64.
+		if p := int64(v.Uint64()); p < 0 {
+			gogc = "off"
+		} else {
+			gogc = strconv.FormatInt(p, 10)
+		}
+	}
+	if v := samples[1].Value; v.Kind() == metrics.KindUint64 {
+		if l := v.Uint64(); l >= math.MaxInt64 {
+			memLimit = "none"
+		} else {
+			memLimit = strconv.FormatUint(l, 10)
+		}
+	}
+	return gogc, memLimit
 }
