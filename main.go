@@ -55,8 +55,8 @@ func main() {
 	// The collector's target is Go's (GOGC=100) unless GOGC is set: with
 	// Helm's records gzipped by writers the operator keeps, an install
 	// allocates a third of what it did when GOGC=50 was chosen, and
-	// collecting twice as often cost a quarter of the operator's CPU per
-	// install for 10 MB less resident memory at N = 500 (docs/performance.md).
+	// collecting twice as often cost about a sixth more of the operator's CPU
+	// per install for 10 MB less resident memory at N = 500 (docs/performance.md).
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// In a container with a memory limit, Go's soft limit is 90 % of it
 		// (memlimit.go): the collector works harder near the limit instead of
