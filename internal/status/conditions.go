@@ -117,6 +117,18 @@ const (
 	// API server's 1 MiB); nothing was applied. The watch field
 	// `storage: chunked` stores it in several.
 	ReasonReleaseTooLarge = "ReleaseTooLarge"
+	// ReasonOutOfScope: Stalled=True, an object of the release (rendered,
+	// or listed by a record read back from Helm's storage) lies outside
+	// what the watch's scope allows: a namespaced object outside the
+	// release namespace, or a cluster-scoped object the scope does not
+	// list. Nothing was applied; the message names the object (kind,
+	// namespace, name) and its template, or the record.
+	ReasonOutOfScope = "OutOfScope"
+	// ReasonReleaseRecordInvalid: Stalled=True, a Secret of the release's
+	// history cannot be trusted or read within bounds (it decodes past the
+	// size cap, lists too many chunks, or does not match what the operator
+	// wrote); the record is not acted on and the message names the Secret.
+	ReasonReleaseRecordInvalid = "ReleaseRecordInvalid"
 	// ReasonNotStalled: Stalled=False.
 	ReasonNotStalled = "NotStalled"
 
