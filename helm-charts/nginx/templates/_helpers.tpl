@@ -12,20 +12,29 @@ label value and a DNS label allow.
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+Every value a template interpolates goes through quote (a string), toYaml (a
+structure) or int (a number): a value holding a line break and a "---" must
+stay one string of one object, never become YAML of its own (another key,
+another object, another namespace). values.schema.json constrains what can
+be a name on top, and the operator holds the release to its namespace
+whatever a chart does (docs/tenancy.md, "Values cannot break out").
+*/}}
+
 {{/* Labels that select the pods; they never change after install. */}}
 {{- define "nginx.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ .Chart.Name | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{/* Standard labels of every object. */}}
 {{- define "nginx.labels" -}}
-helm.sh/chart: {{ include "nginx.chart" . }}
+helm.sh/chart: {{ include "nginx.chart" . | quote }}
 {{ include "nginx.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
 app.kubernetes.io/component: web
-app.kubernetes.io/part-of: {{ .Chart.Name }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: {{ .Chart.Name | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end -}}
 
 {{/* Name of the ServiceAccount the pods run as. */}}
@@ -49,3 +58,21 @@ else image.repository:image.tag, the tag defaulting to the chart's appVersion.
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The page served at "/", the data of the ConfigMap; title and body are
+HTML-escaped. The ConfigMap quotes it whole.
+*/}}
+{{- define "nginx.page" -}}
+<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8">
+<title>{{ .Values.page.title | html }}</title>
+</head>
+<body>
+<h1>{{ .Values.page.title | html }}</h1>
+<p>{{ .Values.page.body | html }}</p>
+</body>
+</html>
+{{ end -}}

@@ -36,9 +36,17 @@ func Render(dir, releaseName, namespace string, values map[string]any) (*Rendere
 
 // RenderChart is Render for a chart already loaded.
 func RenderChart(ch *chart.Chart, releaseName, namespace string, values map[string]any) (*Rendered, error) {
+	return renderChart(ch, releaseName, namespace, values, false)
+}
+
+// renderChart is RenderChart; with skipSchema, the values are not checked
+// against values.schema.json, so a test sees what the templates alone make
+// of a value the schema would refuse (helm install --skip-schema-validation).
+func renderChart(ch *chart.Chart, releaseName, namespace string, values map[string]any, skipSchema bool) (*Rendered, error) {
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.ClientOnly = true
 	install.DryRun = true
+	install.SkipSchemaValidation = skipSchema
 	install.ReleaseName = releaseName
 	install.Namespace = namespace
 	if values == nil {
