@@ -94,6 +94,10 @@ func New(opts Options) (*Reconciler, error) {
 // at most MaxRetries times per generation; a stalled resource is not retried
 // until it changes. A paused resource is left as it is (see heldBack).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	// Until the resource's values are known, nothing that could print them
+	// (client-go's dumps of the responses) is logged (status.MaxLogLevel).
+	log := ctrl.LoggerFrom(ctx)
+	ctx = ctrl.LoggerInto(ctx, status.Redactor{}.Logger(log))
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.kind.GVK)
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
@@ -130,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	redactor := r.redactor(obj)
 	// Every line logged under this reconcile, Helm's own included, is
 	// redacted of the resource's values.
-	ctx = ctrl.LoggerInto(ctx, redactor.Logger(ctrl.LoggerFrom(ctx)))
+	ctx = ctrl.LoggerInto(ctx, redactor.Logger(log))
 	if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		gone = true // not ours to finish; write nothing
 		return ctrl.Result{}, nil

@@ -6,13 +6,21 @@ import (
 	"github.com/go-logr/logr"
 )
 
+// MaxLogLevel is the most verbose level a Logger passes on. The operator's
+// own lines and Helm's debug output are at V(1); client-go logs, through
+// the logger of the context a request is made with, each request at V(6)
+// and above, and the whole body of each response at V(8): a resource with
+// all its values, which no redaction can be trusted to find in every form.
+const MaxLogLevel = 5
+
 // Logger returns l with every line it logs redacted, at every level: its
 // message, its error and its string and error values (Redact: in a log line
 // the operator's words cannot be told from text it did not write, so all of
-// it is redacted). The reconciler puts it in the context of each reconcile,
-// so that every line logged under it — the operator's own, Helm's debug
-// output, the storage drivers' — is redacted of the resource's values.
-// Lines are not shortened. Nothing is redacted for a level that is off.
+// it is redacted); lines more verbose than MaxLogLevel are dropped. The
+// reconciler puts it in the context of each reconcile, so that every line
+// logged under it — the operator's own, Helm's debug output, the storage
+// drivers', client-go's — is redacted of the resource's values. Lines are
+// not shortened. Nothing is redacted for a level that is off.
 func (r Redactor) Logger(l logr.Logger) logr.Logger {
 	sink := l.GetSink()
 	if sink == nil {
@@ -32,7 +40,9 @@ type redactingSink struct {
 
 func (s *redactingSink) Init(info logr.RuntimeInfo) { s.sink.Init(info) }
 
-func (s *redactingSink) Enabled(level int) bool { return s.sink.Enabled(level) }
+func (s *redactingSink) Enabled(level int) bool {
+	return level <= MaxLogLevel && s.sink.Enabled(level)
+}
 
 func (s *redactingSink) Info(level int, msg string, kv ...any) {
 	s.sink.Info(level, s.r.Redact(msg), s.values(kv)...)
