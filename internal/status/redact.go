@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -38,8 +39,9 @@ type Redactor struct {
 	long []string
 	// forms matches, for a long value with white space, quotes or
 	// backslashes in it, the other forms a message may carry it in
-	// (formsOf).
-	forms map[string]*regexp.Regexp
+	// (formsOf): compiled when a message is first redacted, as most
+	// reconciles redact none; shared by the Redactor's copies.
+	forms *valueForms
 	// short are the textual forms of all values, hidden where quoted.
 	short []string
 }
@@ -54,15 +56,6 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 	}
 	seen := map[string]bool{}
 	var r Redactor
-	addLong := func(s string) {
-		r.long = append(r.long, s)
-		if re := formsOf(s); re != nil {
-			if r.forms == nil {
-				r.forms = map[string]*regexp.Regexp{}
-			}
-			r.forms[s] = re
-		}
-	}
 	add := func(s string) {
 		if s == "" || kept[s] || seen[s] {
 			return
@@ -70,7 +63,7 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 		seen[s] = true
 		r.short = append(r.short, s)
 		if len(s) >= minRedactedLength {
-			addLong(s)
+			r.long = append(r.long, s)
 		}
 		// A line of a multi-line value (a PEM key's) is the value in part,
 		// which an error may quote alone.
@@ -78,7 +71,7 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 			for _, line := range strings.FieldsFunc(s, func(c rune) bool { return c == '\n' || c == '\r' }) {
 				if line = strings.TrimSpace(line); len(line) >= minRedactedLength && !seen[line] && !kept[line] {
 					seen[line] = true
-					addLong(line)
+					r.long = append(r.long, line)
 				}
 			}
 		}
@@ -120,7 +113,33 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 	for _, l := range [][]string{r.long, r.short} {
 		sort.Slice(l, func(i, j int) bool { return len(l[i]) > len(l[j]) || len(l[i]) == len(l[j]) && l[i] < l[j] })
 	}
+	r.forms = &valueForms{}
 	return r
+}
+
+// valueForms are the patterns of formsOf of a Redactor's long values,
+// compiled once, on first use.
+type valueForms struct {
+	once sync.Once
+	re   map[string]*regexp.Regexp
+}
+
+// of returns the pattern of each value of long that has one.
+func (f *valueForms) of(long []string) map[string]*regexp.Regexp {
+	if f == nil {
+		return nil
+	}
+	f.once.Do(func() {
+		for _, v := range long {
+			if re := formsOf(v); re != nil {
+				if f.re == nil {
+					f.re = map[string]*regexp.Regexp{}
+				}
+				f.re[v] = re
+			}
+		}
+	})
+	return f.re
 }
 
 // Redact returns msg, all of it text that may quote values, with every
@@ -141,9 +160,10 @@ func (r Redactor) Redact(msg string) string {
 // value's beginning.
 func (r Redactor) redact(msg string, cut bool) string {
 	msg = redactFieldValues(msg)
+	forms := r.forms.of(r.long)
 	for _, v := range r.long {
 		msg = strings.ReplaceAll(msg, v, RedactedMark)
-		if re := r.forms[v]; re != nil {
+		if re := forms[v]; re != nil {
 			msg = re.ReplaceAllLiteralString(msg, RedactedMark)
 		}
 	}
