@@ -147,7 +147,7 @@ func TestClaimCauseFromItsEvents(t *testing.T) {
 
 	redactor := status.NewRedactor(map[string]any{"storageClass": "secret-class-name"})
 	r := &countingReader{Reader: c}
-	checker := readiness.Checker{Reader: r, Redact: redactor.RedactMessage}
+	checker := readiness.Checker{Reader: r, Redactor: redactor}
 	res := checker.Check(ctx, []readiness.ObjectRef{{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data"}})
 	want := `PVC is not Bound. phase: Pending; ProvisioningFailed: storageclass.storage.k8s.io "[redacted]" not found`
 	if res[0].Status != kstatus.InProgressStatus || res[0].Reason != status.ReasonClaimPending || res[0].Message != want {

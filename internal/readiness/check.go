@@ -59,10 +59,11 @@ type Checker struct {
 	Causes *Causes
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// Redact, when set, redacts the resource's values from the text the
-	// cluster wrote (marked status.Foreign in a Cause); the marks are
-	// removed either way.
-	Redact func(string) string
+	// Redactor redacts the resource's values from the text the cluster
+	// wrote (kstatus' message, a read's error, a Cause's message: marked
+	// status.Foreign) before an object's message is shortened; the zero
+	// Redactor hides only what API field errors quote.
+	Redactor status.Redactor
 	// Warnings, when set, holds the API server's warnings on the writes
 	// of Owner's release: an object that is not Current gets its own as
 	// its cause (causeOf); one that is Current has them forgotten.
@@ -82,16 +83,12 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 	if c.Now != nil {
 		now = c.Now
 	}
-	plain := status.Plain
-	if c.Redact != nil {
-		plain = c.Redact
-	}
 	results := make([]Result, 0, len(refs))
 	for _, ref := range refs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
-		res := objectResult(ref, u, err)
+		res := objectResult(ref, u, err, c.Redactor)
 		switch {
 		case err != nil:
 		case res.Status == kstatus.CurrentStatus:
@@ -112,7 +109,8 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 			res.RecheckAt = due
 			if cause.known() {
 				res.Reason = cause.Reason
-				res.Message = status.Bound(res.Message+"; "+plain(cause.Message), MaxObjectMessageLength)
+				// Each part redacted before the two are shortened together.
+				res.Message = status.Bound(res.Message+"; "+c.Redactor.Safe(cause.Message, MaxObjectMessageLength), MaxObjectMessageLength)
 			}
 		}
 		results = append(results, res)
@@ -121,8 +119,10 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 }
 
 // objectResult computes one object's Result from what reading it returned: u
-// when err is nil.
-func objectResult(ref ObjectRef, u *unstructured.Unstructured, err error) Result {
+// when err is nil. The error and kstatus' message (which may quote an
+// object's condition, written by its controller) are text the operator did
+// not write: the message is redacted by redactor before it is shortened.
+func objectResult(ref ObjectRef, u *unstructured.Unstructured, err error, redactor status.Redactor) Result {
 	res := Result{Ref: ref}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -131,18 +131,18 @@ func objectResult(ref ObjectRef, u *unstructured.Unstructured, err error) Result
 		// The kind is not served (its CRD is gone): no such object can exist.
 		res.Status, res.Message = kstatus.NotFoundStatus, "not found: the API server does not serve "+ref.APIVersion+" "+ref.Kind
 	case err != nil:
-		res.Status, res.Message, res.Unreadable = kstatus.UnknownStatus, "reading it failed: "+err.Error(), true
+		res.Status, res.Message, res.Unreadable = kstatus.UnknownStatus, "reading it failed: "+status.Foreign(err.Error()), true
 	default:
 		computed, cerr := kstatus.Compute(u)
 		if cerr != nil {
-			res.Status, res.Message = kstatus.UnknownStatus, "its status could not be computed: "+cerr.Error()
+			res.Status, res.Message = kstatus.UnknownStatus, "its status could not be computed: "+status.Foreign(cerr.Error())
 			break
 		}
-		res.Status, res.Message = computed.Status, computed.Message
+		res.Status, res.Message = computed.Status, status.Foreign(computed.Message)
 		if msg, ok := workloadMessage(u, computed); ok {
 			res.Message = msg
 		}
 	}
-	res.Message = status.Bound(res.Message, MaxObjectMessageLength)
+	res.Message = redactor.Safe(res.Message, MaxObjectMessageLength)
 	return res
 }

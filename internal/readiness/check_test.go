@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
 // obj builds an unstructured object of apiVersion and kind named "web" in
@@ -165,7 +167,7 @@ func TestObjectResult(t *testing.T) {
 			if tt.u != nil {
 				ref = ObjectRef{APIVersion: tt.u.GetAPIVersion(), Kind: tt.u.GetKind(), Namespace: "ns", Name: "web"}
 			}
-			got := objectResult(ref, tt.u, tt.err)
+			got := objectResult(ref, tt.u, tt.err, status.Redactor{})
 			if got.Ref != ref {
 				t.Errorf("ref = %+v, want %+v", got.Ref, ref)
 			}
@@ -178,7 +180,7 @@ func TestObjectResult(t *testing.T) {
 
 func TestObjectResultBoundsTheMessage(t *testing.T) {
 	err := errors.New(strings.Repeat("very long\nerror ", 200))
-	got := objectResult(ObjectRef{Kind: "ConfigMap", Name: "web"}, nil, err)
+	got := objectResult(ObjectRef{Kind: "ConfigMap", Name: "web"}, nil, err, status.Redactor{})
 	if len(got.Message) > MaxObjectMessageLength || strings.Contains(got.Message, "\n") {
 		t.Errorf("message is %d bytes or has a newline: %q", len(got.Message), got.Message)
 	}

@@ -144,7 +144,7 @@ func TestSummarizeDoesNotReorderItsInput(t *testing.T) {
 // the error, whatever the others say: nothing is known about it.
 func TestSummarizeUnreadable(t *testing.T) {
 	unreadable := objectResult(ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "web-page"}, nil,
-		fmt.Errorf(`configmaps "web-page" is forbidden`))
+		fmt.Errorf(`configmaps "web-page" is forbidden`), status.Redactor{})
 	for _, tt := range []struct {
 		name    string
 		results []Result

@@ -2,7 +2,9 @@ package readiness
 
 import (
 	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -13,9 +15,12 @@ import (
 // warnings of one object's latest write, the length of one warning, and
 // the warnings not yet taken for the action's events.
 const (
-	maxWarnedObjects    = 50
-	maxObjectWarnings   = 3
-	maxWarningLength    = 500
+	maxWarnedObjects  = 50
+	maxObjectWarnings = 3
+	maxWarningLength  = 500
+	// apiServerCutRunes is the length, in runes, to which the API server
+	// cuts each warning of a response whose warnings pass 4 Ki runes.
+	apiServerCutRunes   = 256
 	maxFreshWarnings    = 20
 	apiWarningSeparator = "; "
 )
@@ -71,7 +76,15 @@ func (w *Warnings) Record(owner types.UID, obj WarnedObject, texts []string) {
 	}
 	var kept []string
 	for _, t := range texts {
-		t = status.Bound(oneLine(t), maxWarningLength)
+		// Kept not yet redacted (the resource's values are not known
+		// here): cut only with a mark that makes redaction hide a value
+		// cut through at the end (status.Clip); redacted, then shortened,
+		// when it is shown.
+		cutByServer := utf8.RuneCountInString(strings.TrimSpace(t)) == apiServerCutRunes
+		t = status.Clip(oneLine(t), maxWarningLength)
+		if cutByServer && t != "" {
+			t = status.Clipped(t)
+		}
 		if t != "" && !slices.Contains(kept, t) && len(kept) < maxObjectWarnings {
 			kept = append(kept, t)
 		}

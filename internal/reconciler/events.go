@@ -89,7 +89,7 @@ func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, out status.Outco
 			// Not a verdict on the chart: the newer generation runs next.
 			r.supersededEvent(obj, p.TestSuperseded)
 		default:
-			r.testEvent(obj, *p.Test, redactor.RedactMessage(p.TestFailure))
+			r.testEvent(obj, *p.Test, redactor.Safe(p.TestFailure, maxEventNote))
 		}
 	}
 }
@@ -187,8 +187,8 @@ func (r *Reconciler) warningEvents(obj *unstructured.Unstructured, action string
 		if more := len(objs) - maxDriftNames; more > 0 {
 			names += fmt.Sprintf(" and %d more", more)
 		}
-		note := redactor.RedactMessage(fmt.Sprintf("The API server warned on applying %s: %s", names, status.Foreign(text)))
-		r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventAPIWarning, action, "%s", status.Bound(note, maxEventNote))
+		note := redactor.Safe(fmt.Sprintf("The API server warned on applying %s: %s", names, status.Foreign(text)), maxEventNote)
+		r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventAPIWarning, action, "%s", note)
 	}
 }
 

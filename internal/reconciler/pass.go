@@ -66,7 +66,7 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 		out.TestRequest = p.TestRequest
 	}
 	if p.Test != nil {
-		out.Test, out.TestFailure = p.Test, redactor.RedactMessage(p.TestFailure)
+		out.Test, out.TestFailure = p.Test, redactor.Safe(p.TestFailure, status.MaxMessageLength)
 	}
 }
 

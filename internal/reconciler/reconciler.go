@@ -94,6 +94,10 @@ func New(opts Options) (*Reconciler, error) {
 // at most MaxRetries times per generation; a stalled resource is not retried
 // until it changes. A paused resource is left as it is (see heldBack).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	// Until the resource's values are known, nothing that could print them
+	// (client-go's dumps of the responses) is logged (status.MaxLogLevel).
+	log := ctrl.LoggerFrom(ctx)
+	ctx = ctrl.LoggerInto(ctx, status.Redactor{}.Logger(log))
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.kind.GVK)
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
@@ -128,6 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() { r.finish(ctx, req, obj, prev, out, gone, &res) }()
 
 	redactor := r.redactor(obj)
+	// Every line logged under this reconcile, Helm's own included, is
+	// redacted of the resource's values.
+	ctx = ctrl.LoggerInto(ctx, redactor.Logger(log))
 	if !obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		gone = true // not ours to finish; write nothing
 		return ctrl.Result{}, nil
@@ -237,7 +244,10 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 	}
 	log := ctrl.LoggerFrom(ctx)
 	out.Err = release.AsFailure(err)
-	out.Err.Message = redactor.RedactMessage(out.Err.Message)
+	// Redacted whole, then shortened: the log keeps all of it.
+	marked := out.Err.Message
+	out.Err.Message = redactor.Safe(marked, status.MaxMessageLength)
+	logged := redactor.RedactMessage(marked)
 	if out.Err.Terminal() {
 		if status.Repeats(prev, out.Generation, out.Err) {
 			// The status and an event already say so: stay quiet.
@@ -245,7 +255,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 			return ctrl.Result{}
 		}
 		r.event(obj, out.Err)
-		log.Info("Stalled: not retried until the resource changes", "reason", out.Err.StalledReason, "error", out.Err.Message)
+		log.Info("Stalled: not retried until the resource changes", "reason", out.Err.StalledReason, "error", logged)
 		return ctrl.Result{}
 	}
 	r.event(obj, out.Err)
@@ -254,7 +264,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		// the status that says so reaches the cache.
 		r.gate.holdUntil(obj.GetUID(), inputs, time.Time{})
 		log.Info("Retries exhausted: no more attempts until the spec changes or the retry annotation is set to a new value",
-			"failures", status.Failures(prev, *out), "error", out.Err.Message)
+			"failures", status.Failures(prev, *out), "error", logged)
 		return ctrl.Result{}
 	}
 	out.RetryAfter = r.retryAfter(obj, prev, *out)
@@ -262,7 +272,7 @@ func (r *Reconciler) failed(ctx context.Context, obj *unstructured.Unstructured,
 		out.RetryAfter = d // the failure says when it ends (a lock becomes stale)
 	}
 	r.gate.holdUntil(obj.GetUID(), inputs, out.Now.Add(out.RetryAfter))
-	log.Error(errors.New(out.Err.Message), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
+	log.Error(errors.New(logged), "Reconcile failed", "reason", out.Err.Reason, "retryAfter", out.RetryAfter.String())
 	return ctrl.Result{RequeueAfter: out.RetryAfter}
 }
 
@@ -344,7 +354,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The cluster's words in the causes are redacted of the resource's values.
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
-	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redact: r.redactor(obj).RedactMessage,
+	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: r.redactor(obj),
 		Warnings: r.svc.Warnings, Owner: obj.GetUID()}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
 	r.svc.Warnings.Retain(obj.GetUID(), refs)

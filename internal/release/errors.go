@@ -69,43 +69,32 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // marked is the message with the text the operator did not write — the
 // underlying error, and what the summary and remedy marked — marked
-// status.Foreign, so that redaction hides values in it and only in it.
+// status.Foreign, so that redaction hides values in it and only in it, and
+// the remedy, which ends it, marked status.Tail, so that it survives the
+// status' bound on message length.
 func (e *Error) marked() string {
 	msg := e.Summary
 	if e.Err != nil {
 		msg += ": " + status.Foreign(e.Err.Error())
 	}
 	if e.Remedy != "" {
-		msg += "; " + e.Remedy
+		msg += status.Tail("; " + e.Remedy)
 	}
 	return msg
 }
 
 // Failure converts e into the status package's vocabulary. Its message is
-// marked for redaction (status.Redactor.RedactMessage).
+// marked (marked): it reaches a user through status.Redactor.Safe, which
+// redacts it whole before it shortens it.
 func (e *Error) Failure() *status.Failure {
 	return &status.Failure{
 		Reason:        e.Reason,
 		Action:        e.Action,
 		Revision:      e.Revision,
-		Message:       e.message(),
+		Message:       e.marked(),
 		StalledReason: e.StalledReason,
 		Refused:       e.Refused,
 	}
-}
-
-// message is marked() bounded so that the remedy, which ends it, survives
-// the status' bound on message length.
-func (e *Error) message() string {
-	if e.Remedy == "" {
-		return e.marked()
-	}
-	suffix := "; " + e.Remedy
-	base := e.Summary
-	if e.Err != nil {
-		base += ": " + status.Foreign(e.Err.Error())
-	}
-	return status.Bound(base, status.MaxMessageLength-len(suffix)) + suffix
 }
 
 // AsFailure classifies any error: an *Error keeps its reason, anything else

@@ -134,12 +134,13 @@ func isTestHook(h *release.Hook) bool {
 	return false
 }
 
-// testFailure says which hook failed and why, on one line.
+// testFailure says which hook failed and why, on one line; Helm's error
+// and what the pod says are marked status.Foreign (they may quote values).
 func (r *Runner) testFailure(ctx context.Context, rel *release.Release, run status.TestRun, err error) string {
-	msg := oneLine(err.Error())
+	msg := status.Foreign(oneLine(err.Error()))
 	if h := failedTestHook(rel); h != nil {
 		if why := r.podFailure(ctx, h); why != "" {
-			msg += " (" + why + ")"
+			msg += " (" + status.Foreign(why) + ")"
 		}
 		return fmt.Sprintf("Test hook %s of release %s revision %d failed: %s", h.Name, r.Name, run.Revision, msg)
 	}

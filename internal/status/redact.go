@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode"
 )
 
 // RedactedMark replaces a value of the resource's spec found in a message.
@@ -26,11 +28,20 @@ const minEncodedLength = 4
 // Helm and the API server can quote a rejected value; those messages go to
 // status, events and logs, none of which may carry values. It redacts what
 // may quote values only — errors, Helm's descriptions — never the operator's
-// own words around them (see RedactMessage). The exact rule is in
-// docs/status.md ("Redaction").
+// own words around them (see RedactMessage). Every message that may quote
+// values reaches a user through Safe, which redacts it whole before it
+// shortens it. The exact rule is in docs/status.md ("Redaction"). The zero
+// Redactor knows no values: it hides only what API field errors quote.
 type Redactor struct {
-	// long are the values hidden wherever they appear, longest first.
+	// long are the values hidden wherever they appear, longest first: each
+	// value of minRedactedLength or more, each such line of a multi-line
+	// value, and their base64 forms.
 	long []string
+	// forms matches, for a long value with white space, quotes or
+	// backslashes in it, the other forms a message may carry it in
+	// (formsOf): compiled when a message is first redacted, as most
+	// reconciles redact none; shared by the Redactor's copies.
+	forms *valueForms
 	// short are the textual forms of all values, hidden where quoted.
 	short []string
 }
@@ -53,6 +64,16 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 		r.short = append(r.short, s)
 		if len(s) >= minRedactedLength {
 			r.long = append(r.long, s)
+		}
+		// A line of a multi-line value (a PEM key's) is the value in part,
+		// which an error may quote alone.
+		if strings.ContainsAny(s, "\r\n") {
+			for _, line := range strings.FieldsFunc(s, func(c rune) bool { return c == '\n' || c == '\r' }) {
+				if line = strings.TrimSpace(line); len(line) >= minRedactedLength && !seen[line] && !kept[line] {
+					seen[line] = true
+					r.long = append(r.long, line)
+				}
+			}
 		}
 		// A value a chart encodes (b64enc) is the value all the same.
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
@@ -92,64 +113,58 @@ func NewRedactor(vals map[string]any, keep ...string) Redactor {
 	for _, l := range [][]string{r.long, r.short} {
 		sort.Slice(l, func(i, j int) bool { return len(l[i]) > len(l[j]) || len(l[i]) == len(l[j]) && l[i] < l[j] })
 	}
+	r.forms = &valueForms{}
 	return r
 }
 
-// Foreign marks s, interpolated into a message of the operator's own words,
-// as text the operator did not write: an error of Helm or the API server, a
-// description Helm recorded. Such text may quote the resource's values;
-// RedactMessage redacts it and nothing else. The marks are two characters
-// of Unicode's private use area, which no Kubernetes or Helm message uses.
-func Foreign(s string) string { return foreignOpen + Plain(s) + foreignClose }
-
-const (
-	foreignOpen  = "\ue000"
-	foreignClose = "\ue001"
-)
-
-// Plain removes the marks Foreign put in msg.
-func Plain(msg string) string {
-	if !strings.ContainsAny(msg, foreignOpen+foreignClose) {
-		return msg
-	}
-	return strings.NewReplacer(foreignOpen, "", foreignClose, "").Replace(msg)
+// valueForms are the patterns of formsOf of a Redactor's long values,
+// compiled once, on first use.
+type valueForms struct {
+	once sync.Once
+	re   map[string]*regexp.Regexp
 }
 
-// RedactMessage returns a message of the operator's (a failure's summary, its
-// advice, reason and field names, enum words such as "true") with the
-// values redacted from the text marked Foreign only, and the marks removed.
-// The operator's own words are never redacted, even when a value of the spec
-// happens to be one of them. An unclosed mark (the message was cut short)
-// runs to the end.
-func (r Redactor) RedactMessage(msg string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(msg, foreignOpen)
-		if i < 0 {
-			b.WriteString(Plain(msg))
-			return b.String()
-		}
-		b.WriteString(Plain(msg[:i]))
-		rest := msg[i+len(foreignOpen):]
-		j := strings.Index(rest, foreignClose)
-		if j < 0 {
-			j = len(rest)
-		}
-		b.WriteString(r.Redact(rest[:j]))
-		msg = rest[min(j+len(foreignClose), len(rest)):]
+// of returns the pattern of each value of long that has one.
+func (f *valueForms) of(long []string) map[string]*regexp.Regexp {
+	if f == nil {
+		return nil
 	}
+	f.once.Do(func() {
+		for _, v := range long {
+			if re := formsOf(v); re != nil {
+				if f.re == nil {
+					f.re = map[string]*regexp.Regexp{}
+				}
+				f.re[v] = re
+			}
+		}
+	})
+	return f.re
 }
 
 // Redact returns msg, all of it text that may quote values, with every
 // collected value, and every value an API field error quotes, replaced by
-// RedactedMark.
+// RedactedMark. A value is found in its own form and in the forms a message
+// may have turned it into (formsOf): its white space folded or escaped, its
+// quotes escaped. Text that someone cut short before it could be redacted
+// (Clip) has a trailing part of a value hidden too.
 func (r Redactor) Redact(msg string) string {
-	msg = redactFieldValues(Plain(msg))
+	parts := strings.Split(unforeign(msg), clipMark)
+	for i := range parts {
+		parts[i] = r.redact(parts[i], i < len(parts)-1)
+	}
+	return strings.Join(parts, clipShown)
+}
+
+// redact is Redact of text without marks; cut tells that its end may be a
+// value's beginning.
+func (r Redactor) redact(msg string, cut bool) string {
+	msg = redactFieldValues(msg)
+	forms := r.forms.of(r.long)
 	for _, v := range r.long {
 		msg = strings.ReplaceAll(msg, v, RedactedMark)
-		// A multi-line value may be quoted with its newlines escaped.
-		if strings.Contains(v, "\n") {
-			msg = strings.ReplaceAll(msg, strings.ReplaceAll(v, "\n", `\n`), RedactedMark)
+		if re := forms[v]; re != nil {
+			msg = re.ReplaceAllLiteralString(msg, RedactedMark)
 		}
 	}
 	for _, v := range r.short {
@@ -157,7 +172,68 @@ func (r Redactor) Redact(msg string) string {
 			msg = strings.ReplaceAll(msg, q+v+q, q+RedactedMark+q)
 		}
 	}
+	if cut {
+		msg = r.hideCutValue(msg)
+	}
 	return msg
+}
+
+// hideCutValue hides the end of msg when it is the beginning of a value, in
+// its own form or with its white space folded: msg was cut there by someone
+// else, maybe through a value.
+func (r Redactor) hideCutValue(msg string) string {
+	longest := 0
+	for _, v := range r.long {
+		for _, form := range []string{v, strings.Join(strings.Fields(v), " ")} {
+			for n := min(len(form), len(msg)); n > longest; n-- {
+				if strings.HasSuffix(msg, form[:n]) {
+					longest = n
+					break
+				}
+			}
+		}
+	}
+	if longest == 0 {
+		return msg
+	}
+	return msg[:len(msg)-longest] + RedactedMark
+}
+
+// formsOf returns the pattern of the forms other than its own that a
+// message may carry v in, or nil when v has none: a value with white space
+// (a multi-line PEM key, a sentence) is found with each run of white space
+// folded to one space (Bound, kubectl, a policy's message), or written as
+// escapes (`\n`, `\t`: JSON, Go's %q, YAML's double-quoted style; escaped
+// again when an error quotes an error); a value with quotes or backslashes
+// with them escaped, or a single quote doubled (YAML's single-quoted style).
+func formsOf(v string) *regexp.Regexp {
+	v = strings.TrimSpace(v)
+	if !strings.ContainsFunc(v, func(c rune) bool { return unicode.IsSpace(c) || c == '"' || c == '\'' || c == '\\' }) {
+		return nil
+	}
+	var b strings.Builder
+	space := false
+	for _, c := range v {
+		if unicode.IsSpace(c) {
+			if !space {
+				b.WriteString(`(?:[\s\p{Z}]|\\+[nrt])+`)
+			}
+			space = true
+			continue
+		}
+		space = false
+		switch c {
+		case '"':
+			b.WriteString(`\\*"`)
+		case '\\':
+			b.WriteString(`\\+`)
+		case '\'':
+			b.WriteString(`(?:\\*'|'')`)
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	return regexp.MustCompile(b.String())
 }
 
 // fieldValue finds the value-bearing part of the API server's field errors
