@@ -152,7 +152,7 @@ func TestNamingAServiceAccountEndsServiceAccountRequired(t *testing.T) {
 	e := newNamespace(t)
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", tenantRules(), e.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "apps", "deployments", e.ns, true)
-	e.start(func(c *operator.Config) { c.RequireServiceAccount = true })
+	e.start(func(c *operator.Config) { c.RequireServiceAccount = true }) // switches ServiceAccounts on
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(1)})
 	u := e.wait(tu.NginxGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonServiceAccountRequired)
 	if msg := conditionMessage(u, status.TypeReconciling); msg != "No progress is possible until the resource names a ServiceAccount with the annotation "+release.AnnotationServiceAccount {
