@@ -82,7 +82,8 @@ func TestPermissionGrantedAfterMoreDenialsThanMaxRetriesInstalls(t *testing.T) {
 	e := newNamespace(t)
 	// A short backoff: a dozen refusals take seconds, not the 8.5 minutes
 	// of the default one.
-	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = 20*time.Millisecond, 200*time.Millisecond })
+	// createAsDeployer names a ServiceAccount: ServiceAccounts switched on.
+	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = 20*time.Millisecond, 200*time.Millisecond }, withServiceAccounts)
 	before := e.createAsDeployer()
 
 	tu.Eventually(t, 2*time.Minute, "more than 10 refused installs", func() (bool, string) {
@@ -108,7 +109,8 @@ func TestPermissionGrantedAfterMoreDenialsThanMaxRetriesInstalls(t *testing.T) {
 func TestGrantWakesARefusedResourceAtOnce(t *testing.T) {
 	e := newNamespace(t)
 	// A backoff no test waits for: only the grant can bring the retry.
-	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = time.Hour, time.Hour })
+	// createAsDeployer names a ServiceAccount: ServiceAccounts switched on.
+	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = time.Hour, time.Hour }, withServiceAccounts)
 	before := e.createAsDeployer()
 	u := e.waitStatus(tu.NginxGVK, "web", "Reconciling to say when it tries again", func(u *unstructured.Unstructured) bool {
 		return strings.Contains(conditionMessage(u, status.TypeReconciling), "trying again in 1h0m0s, or at once when a Role or RoleBinding of the resource's namespace changes")
@@ -124,7 +126,7 @@ func TestGrantWakesARefusedResourceAtOnce(t *testing.T) {
 // installs once the ServiceAccount is created.
 func TestServiceAccountCreatedLaterInstalls(t *testing.T) {
 	e := newNamespace(t)
-	e.start()
+	e.start(withServiceAccounts) // the annotation names one
 	before := tu.NewCR(tu.NginxGVK, e.ns, "web", map[string]any{"replicaCount": int64(1)})
 	before.SetAnnotations(map[string]string{release.AnnotationServiceAccount: "deployer"})
 	if err := e.c.Create(context.Background(), before); err != nil {
