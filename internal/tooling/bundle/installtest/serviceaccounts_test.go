@@ -3,6 +3,8 @@ package installtest_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,10 +35,11 @@ import (
 // default: no --service-accounts): the CSV grants no impersonate, and a
 // resource whose annotation names a ServiceAccount — one that exists and
 // may write the chart's objects — is Stalled=True ServiceAccountsDisabled,
-// with one line saying how to proceed, and nothing is created: no chart
-// object, no release record, no request the API server denies (the
-// operator never tries to impersonate). Removing the annotation installs
-// it as the operator.
+// with one line saying how to proceed, and so is one whose watch names a
+// ServiceAccount; nothing is created: no chart object, no release record,
+// no request the API server denies (the operator never tries to
+// impersonate). Deleting such a resource lets it go; removing the
+// annotation installs it as the operator.
 func TestDefaultCSVRefusesServiceAccounts(t *testing.T) {
 	csv, err := bundle.ReadCSV(tu.RepoRoot())
 	if err != nil {
@@ -65,7 +68,17 @@ func TestDefaultCSVRefusesServiceAccounts(t *testing.T) {
 	logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
 	// With a token of its own, not impersonated by the admin: an
 	// impersonation the operator tried would be judged on its own rights.
-	operatortest.Start(t, withToken(t, sa, in.operatorNS), tu.DefaultWatches(t), []string{ns}, func(oc *operator.Config) {
+	// The Echo watch names the ServiceAccount.
+	raw, err := os.ReadFile(filepath.Join(tu.RepoRoot(), "watches.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoChart := "  chart: helm-charts/echo\n"
+	if !strings.Contains(string(raw), echoChart) {
+		t.Fatalf("watches.yaml has no %q", echoChart)
+	}
+	watchesPath := tu.WatchesFile(t, strings.Replace(string(raw), echoChart, echoChart+"  serviceAccount: deployer\n", 1))
+	operatortest.Start(t, withToken(t, sa, in.operatorNS), watchesPath, []string{ns}, func(oc *operator.Config) {
 		oc.Logger = &logger
 		oc.RetryBase, oc.RetryMax = 200*time.Millisecond, 2*time.Second
 	})
@@ -102,6 +115,29 @@ func TestDefaultCSVRefusesServiceAccounts(t *testing.T) {
 	}
 	if len(secrets.Items) != 0 {
 		t.Errorf("%d release records were stored for a refused resource", len(secrets.Items))
+	}
+
+	// The watch's serviceAccount is refused the same way; deleting the
+	// resource lets it go, nothing being installed.
+	if err := c.Create(ctx, tu.NewCR(tu.EchoGVK, ns, "hello", map[string]any{"replicaCount": int64(1), "message": "hi"})); err != nil {
+		t.Fatal(err)
+	}
+	e := tu.WaitForCondition(t, c, tu.EchoGVK, ns, "hello", status.TypeStalled, metav1.ConditionTrue, status.ReasonServiceAccountsDisabled)
+	if msg, want := tu.Condition(e, status.TypeStalled).Message, fmt.Sprintf("The watch's serviceAccount names ServiceAccount %s/deployer, but", ns); !strings.HasPrefix(msg, want) {
+		t.Errorf("the Echo's Stalled message %q, want it to begin %q", msg, want)
+	}
+	if err := c.Delete(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	tu.Eventually(t, time.Minute, "the Echo to be gone", func() (bool, string) {
+		_, err := tu.Get(t, c, tu.EchoGVK, ns, "hello")
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if err := c.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Errorf("%d release records were stored for refused resources", len(secrets.Items))
 	}
 
 	// Nothing lost: without the annotation, the operator installs it as itself.
