@@ -76,10 +76,15 @@ func TestImpersonateOnlyWhereServiceAccountsAreOn(t *testing.T) {
 				t.Errorf("config/%s runs the manager with --service-accounts=%q, want %q", dir, got, tc.mode)
 			}
 
-			// Its bundle.
+			// Its bundle, which validates as the committed one does.
 			o := opts
 			o.Variant = tc.variant
-			csv := generatedCSV(t, o)
+			_, bdir, csv := generated(t, o)
+			if r, err := Validate(filepath.Join(bdir, BundleDir), DefaultK8sVersion); err != nil {
+				t.Fatal(err)
+			} else if len(r.Errors)+len(r.Warnings) > 0 {
+				t.Errorf("the %s bundle does not validate: %v %v", dir, r.Errors, r.Warnings)
+			}
 			st := csv.Spec.InstallStrategy.StrategySpec
 			var all []rbacv1.PolicyRule
 			for _, p := range append(st.Permissions, st.ClusterPermissions...) {
