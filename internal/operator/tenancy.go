@@ -33,8 +33,9 @@ const (
 
 // identities gives each watched kind its identity policy (the watch's
 // serviceAccount, else --default-service-account, --require-service-account
-// and whether --service-accounts switches them on) and builds what acts as each identity: the
-// REST configuration of its Helm actions and the client of its re-applies.
+// and whether --service-accounts switches them on) and builds what acts as
+// each identity: the REST configuration of its Helm actions and the client
+// of its re-applies.
 type identities struct {
 	base     *rest.Config
 	scheme   *runtime.Scheme
