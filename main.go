@@ -41,12 +41,17 @@ func main() {
 	flag.IntVar(&c.KubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the operator may send at once above --kube-api-qps; when only --kube-api-qps is given, twice it (0 with --kube-api-qps=0).")
 	zapOpts := zap.Options{}
 	flag.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each resource's own namespace, that the Helm actions of watches setting no serviceAccount act as (impersonated); a resource's annotation helmapp.io/service-account wins; empty means the operator's own identity.")
-	flag.BoolVar(&c.RequireServiceAccount, "require-service-account", false, "Refuse to act for a resource that names no ServiceAccount and whose watch sets none (Stalled=True ServiceAccountRequired): nothing is written with the operator's own power.")
+	flag.BoolVar(&c.RequireServiceAccount, "require-service-account", false, "Refuse to act for a resource that names no ServiceAccount and whose watch sets none (Stalled=True ServiceAccountRequired): nothing is written with the operator's own power. Same as --service-accounts=required.")
+	var serviceAccounts string
+	flag.StringVar(&serviceAccounts, "service-accounts", operator.ServiceAccountsOff, "Per-resource ServiceAccounts (docs/tenancy.md): off, the operator acts only as itself and needs no impersonate (a resource or watch naming a ServiceAccount is Stalled=True ServiceAccountsDisabled); allowed, a resource's annotation helmapp.io/service-account, its watch's serviceAccount or --default-service-account names one to act as (impersonated: the Role must grant impersonate on serviceaccounts, config/service-accounts); required, every resource must (config/tenancy). --default-service-account implies allowed, --require-service-account required.")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := operator.SetServiceAccounts(&c, serviceAccounts, set["service-accounts"]); err != nil {
+		fail(err)
+	}
 	c.KubeAPIQPS, c.KubeAPIBurst, c.LiftRateLimitsUnderAPF = rateLimits(set["kube-api-qps"], set["kube-api-burst"], qps, c.KubeAPIBurst)
 	if err := operator.ValidateRateLimits(c.KubeAPIQPS, c.KubeAPIBurst); err != nil {
 		fail(err)

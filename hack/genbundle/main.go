@@ -6,6 +6,7 @@
 //
 //	go run ./hack/genbundle --version 0.1.0 --image quay.io/helmapp/helm-app-operator:0.1.0
 //	go run ./hack/genbundle --version 0.2.0 --image ... --replaces helm-app-operator.v0.1.0 --image-digests digests.yaml
+//	go run ./hack/genbundle --version 0.1.0 --image ... --variant tenancy   # or service-accounts (docs/tenancy.md)
 //	go run ./hack/genbundle --validate-only
 package main
 
@@ -34,10 +35,15 @@ func main() {
 	flag.StringVar(&opts.Replaces, "replaces", "", "The CSV this version upgrades (spec.replaces), e.g. helm-app-operator.v0.1.0; empty for none.")
 	flag.StringVar(&opts.SkipRange, "skip-range", "", "The olm.skipRange annotation, e.g. '>=0.1.0 <0.2.0'; empty for none.")
 	flag.StringVar(&digests, "image-digests", "", "A YAML file mapping every image (as config/ names it) to its digest (sha256:...); the bundle then refers to digests only.")
-	flag.BoolVar(&opts.Tenancy, "tenancy", false, "Generate the tenancy variant (docs/tenancy.md): the manager's Role is config/tenancy/role.yaml, which may only read the charts' kinds.")
+	var tenancy bool
+	flag.BoolVar(&tenancy, "tenancy", false, "Same as --variant tenancy.")
+	flag.StringVar(&opts.Variant, "variant", "", "Generate a variant (docs/tenancy.md) from config/<variant> instead of config/default: tenancy (the charts' kinds read only, impersonate on serviceaccounts, --service-accounts=required) or service-accounts (impersonate on serviceaccounts, --service-accounts=allowed); empty for the default, which impersonates no one.")
 	flag.BoolVar(&validateOnly, "validate-only", false, "Only validate the bundle already in bundle/.")
 	flag.Parse()
 
+	if tenancy {
+		opts.Variant = bundle.VariantTenancy
+	}
 	if !validateOnly {
 		opts.Channels = strings.Split(channels, ",")
 		opts.CreatedAt = time.Now()

@@ -100,6 +100,14 @@ type Config struct {
 	// ServiceAccount (Stalled=True ServiceAccountRequired): no chart object
 	// is ever written with the operator's own power.
 	RequireServiceAccount bool
+	// ServiceAccounts switches per-resource ServiceAccounts on
+	// (--service-accounts=allowed or required): only then may a resource's
+	// annotation helmapp.io/service-account or a watch's serviceAccount
+	// name one, and only then does the operator impersonate, which its Role
+	// must grant (config/tenancy, config/service-accounts). Off, a resource
+	// that names one is Stalled=True ServiceAccountsDisabled.
+	// DefaultServiceAccount and RequireServiceAccount switch it on.
+	ServiceAccounts bool
 
 	// KubeAPIQPS and KubeAPIBurst limit the requests of the whole process to
 	// the API server on the client side (withRateLimits); 0 and 0 (the
@@ -234,6 +242,9 @@ func checkConfig(c Config) (Config, shard, error) {
 			return c, shard{}, fmt.Errorf("--default-service-account must name a ServiceAccount, got %q: %s", sa, errs[0])
 		}
 	}
+	// Both name or demand a ServiceAccount for every resource: meaningless
+	// without impersonation, so they switch it on.
+	c.ServiceAccounts = c.ServiceAccounts || c.DefaultServiceAccount != "" || c.RequireServiceAccount
 	if err := validateLeaderElection(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
 		return c, shard{}, err
 	}

@@ -32,9 +32,10 @@ const (
 )
 
 // identities gives each watched kind its identity policy (the watch's
-// serviceAccount, else --default-service-account, and
-// --require-service-account) and builds what acts as each identity: the
-// REST configuration of its Helm actions and the client of its re-applies.
+// serviceAccount, else --default-service-account, --require-service-account
+// and whether --service-accounts switches them on) and builds what acts as
+// each identity: the REST configuration of its Helm actions and the client
+// of its re-applies.
 type identities struct {
 	base     *rest.Config
 	scheme   *runtime.Scheme
@@ -54,9 +55,12 @@ func newIdentities(base *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMa
 	return ids
 }
 
-// policyOf is the identity policy of the resources of w.
+// policyOf is the identity policy of the resources of w. Whether
+// ServiceAccounts are allowed is configuration (c.ServiceAccounts), never a
+// question to the API server: a resource that names one while they are off
+// is refused without a request.
 func policyOf(w watches.Watch, c Config) release.IdentityPolicy {
-	p := release.IdentityPolicy{Require: c.RequireServiceAccount}
+	p := release.IdentityPolicy{Require: c.RequireServiceAccount, Allow: c.ServiceAccounts}
 	switch {
 	case w.ServiceAccount != "":
 		p.ServiceAccount, p.Source = w.ServiceAccount, release.SourceWatch
@@ -227,4 +231,39 @@ func (a *accessReviewer) client(id release.Identity) (authzclient.SelfSubjectAcc
 	c := cs.SelfSubjectAccessReviews()
 	a.clients[id.UserName()] = c
 	return c, nil
+}
+
+// Values of --service-accounts.
+const (
+	// ServiceAccountsOff: the operator acts only as itself; its Role needs
+	// no impersonate. The default.
+	ServiceAccountsOff = "off"
+	// ServiceAccountsAllowed: a resource (annotation), its watch or
+	// --default-service-account may name a ServiceAccount to act as; the
+	// others act as the operator.
+	ServiceAccountsAllowed = "allowed"
+	// ServiceAccountsRequired: every resource must act as a ServiceAccount
+	// (--require-service-account).
+	ServiceAccountsRequired = "required"
+)
+
+// SetServiceAccounts applies the value of --service-accounts to c.
+// --require-service-account and --default-service-account switch
+// ServiceAccounts on by themselves; an explicit "off" (given says the flag
+// was on the command line) beside either contradicts them and is an error,
+// as is any other value.
+func SetServiceAccounts(c *Config, mode string, given bool) error {
+	switch mode {
+	case ServiceAccountsOff:
+		if given && (c.RequireServiceAccount || c.DefaultServiceAccount != "") {
+			return fmt.Errorf("--service-accounts=off contradicts --require-service-account and --default-service-account, which act as ServiceAccounts")
+		}
+	case ServiceAccountsAllowed:
+		c.ServiceAccounts = true
+	case ServiceAccountsRequired:
+		c.ServiceAccounts, c.RequireServiceAccount = true, true
+	default:
+		return fmt.Errorf("--service-accounts must be %s, %s or %s, got %q", ServiceAccountsOff, ServiceAccountsAllowed, ServiceAccountsRequired, mode)
+	}
+	return nil
 }

@@ -50,7 +50,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		return false, err
 	}
 	runner, err := r.runner(ctx, obj, *prev)
-	if release.IsStalledBy(err, status.ReasonServiceAccountRequired) {
+	if release.IsIdentityRefused(err) {
 		return r.deleteUnnamed(ctx, obj, runner, err)
 	}
 	var plan release.DeletePlan
@@ -115,8 +115,8 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 }
 
 // deleteUnnamed lets a resource that names no ServiceAccount, while one is
-// required, go when no release of it is stored: nothing is to be
-// uninstalled. Otherwise stalled is the failure, and the finalizer stays
+// required (or names one while ServiceAccounts are off), go when no release
+// of it is stored: nothing is to be uninstalled. Otherwise stalled is the failure, and the finalizer stays
 // until the resource names a ServiceAccount to uninstall as (or keeps its
 // release with helmapp.io/uninstall-on-delete: "false").
 func (r *Reconciler) deleteUnnamed(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner, stalled error) (bool, error) {

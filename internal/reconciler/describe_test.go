@@ -134,7 +134,8 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	d := newNamespace(t)
 	tu.ServiceAccount(t, d.c, d.ns, "helm-deployer", tenantRules("services"), d.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, d.ns, "helm-deployer"), "create", "apps", "deployments", d.ns, true)
-	d.start(defaultRetries)
+	// The annotation names a ServiceAccount: ServiceAccounts switched on.
+	d.start(defaultRetries, withServiceAccounts)
 	d.holdOnStatus("web", status.TypeReleaseFailed, status.ReasonPermissionDenied)
 	denied := tu.NewCR(tu.NginxGVK, d.ns, "web", map[string]any{"replicaCount": int64(2)})
 	denied.SetAnnotations(map[string]string{"helmapp.io/service-account": "helm-deployer"})

@@ -82,7 +82,8 @@ func TestPermissionGrantedAfterMoreDenialsThanMaxRetriesInstalls(t *testing.T) {
 	e := newNamespace(t)
 	// A short backoff: a dozen refusals take seconds, not the 8.5 minutes
 	// of the default one.
-	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = 20*time.Millisecond, 200*time.Millisecond })
+	// createAsDeployer names a ServiceAccount: ServiceAccounts switched on.
+	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = 20*time.Millisecond, 200*time.Millisecond }, withServiceAccounts)
 	before := e.createAsDeployer()
 
 	tu.Eventually(t, 2*time.Minute, "more than 10 refused installs", func() (bool, string) {
@@ -108,7 +109,8 @@ func TestPermissionGrantedAfterMoreDenialsThanMaxRetriesInstalls(t *testing.T) {
 func TestGrantWakesARefusedResourceAtOnce(t *testing.T) {
 	e := newNamespace(t)
 	// A backoff no test waits for: only the grant can bring the retry.
-	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = time.Hour, time.Hour })
+	// createAsDeployer names a ServiceAccount: ServiceAccounts switched on.
+	e.start(func(c *operator.Config) { c.RetryBase, c.RetryMax = time.Hour, time.Hour }, withServiceAccounts)
 	before := e.createAsDeployer()
 	u := e.waitStatus(tu.NginxGVK, "web", "Reconciling to say when it tries again", func(u *unstructured.Unstructured) bool {
 		return strings.Contains(conditionMessage(u, status.TypeReconciling), "trying again in 1h0m0s, or at once when a Role or RoleBinding of the resource's namespace changes")
@@ -124,7 +126,7 @@ func TestGrantWakesARefusedResourceAtOnce(t *testing.T) {
 // installs once the ServiceAccount is created.
 func TestServiceAccountCreatedLaterInstalls(t *testing.T) {
 	e := newNamespace(t)
-	e.start()
+	e.start(withServiceAccounts) // the annotation names one
 	before := tu.NewCR(tu.NginxGVK, e.ns, "web", map[string]any{"replicaCount": int64(1)})
 	before.SetAnnotations(map[string]string{release.AnnotationServiceAccount: "deployer"})
 	if err := e.c.Create(context.Background(), before); err != nil {
@@ -152,7 +154,7 @@ func TestNamingAServiceAccountEndsServiceAccountRequired(t *testing.T) {
 	e := newNamespace(t)
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", tenantRules(), e.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "apps", "deployments", e.ns, true)
-	e.start(func(c *operator.Config) { c.RequireServiceAccount = true })
+	e.start(func(c *operator.Config) { c.RequireServiceAccount = true }) // switches ServiceAccounts on
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(1)})
 	u := e.wait(tu.NginxGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonServiceAccountRequired)
 	if msg := conditionMessage(u, status.TypeReconciling); msg != "No progress is possible until the resource names a ServiceAccount with the annotation "+release.AnnotationServiceAccount {

@@ -12,11 +12,12 @@ import (
 
 // runner returns the release runner of obj, whose status is prev, or an
 // ErrorGettingClient failure. Without the ServiceAccount the policy
-// requires, it also returns the ServiceAccountRequired failure (see
+// requires, or naming one while ServiceAccounts are off, it also returns
+// the ServiceAccountRequired or ServiceAccountsDisabled failure (see
 // identity).
 func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured, prev status.Status) (*release.Runner, error) {
 	id, writer, idErr := r.identity(obj)
-	if idErr != nil && !release.IsStalledBy(idErr, status.ReasonServiceAccountRequired) {
+	if idErr != nil && !release.IsIdentityRefused(idErr) {
 		return nil, idErr
 	}
 	ac, err := r.svc.ActionClientGetter.ActionClientFor(ctx, obj)

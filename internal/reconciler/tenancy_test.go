@@ -74,6 +74,12 @@ func (e *env) operatorAs(roleFile string, without ...string) *rest.Config {
 	return op
 }
 
+// withServiceAccounts switches per-resource ServiceAccounts on
+// (--service-accounts=allowed): a test whose resources name one, by the
+// annotation or the watch, runs with it, as a deployment granting
+// impersonate would (config/service-accounts, config/tenancy).
+func withServiceAccounts(c *operator.Config) { c.ServiceAccounts = true }
+
 // startAs starts the env's operator with restCfg instead of the admin's,
 // watching the product's kinds only (the ones its Role names).
 func (e *env) startAs(restCfg *rest.Config, mutate ...func(*operator.Config)) {
@@ -114,6 +120,8 @@ func TestTenantServiceAccountRunsTheLifecycle(t *testing.T) {
 	// its Role): every object below is written as the tenant's ServiceAccount.
 	op := e.operatorAs("config/tenancy/role.yaml")
 	tu.WaitUntilAllowed(t, op, "create", "apps", "deployments", e.ns, false)
+	// --default-service-account and --require-service-account switch
+	// ServiceAccounts on (the operator impersonates).
 	e.startAs(op, func(c *operator.Config) {
 		c.DefaultServiceAccount, c.RequireServiceAccount = "deployer", true
 	})
@@ -175,7 +183,7 @@ func TestMissingPermissionIsNamedBeforeAnythingChanges(t *testing.T) {
 	e := newNamespace(t)
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", tenantRules("services"), e.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "apps", "deployments", e.ns, true)
-	e.start()
+	e.start(withServiceAccounts) // the annotation names one
 
 	u := tu.NewCR(tu.NginxGVK, e.ns, "web", map[string]any{"replicaCount": int64(1)})
 	u.SetAnnotations(map[string]string{release.AnnotationServiceAccount: "deployer"})
@@ -220,7 +228,7 @@ func TestMissingPermissionIsNamedBeforeAnythingChanges(t *testing.T) {
 
 func TestRequireServiceAccountStallsAResourceThatNamesNone(t *testing.T) {
 	e := newNamespace(t)
-	e.start(func(c *operator.Config) { c.RequireServiceAccount = true })
+	e.start(func(c *operator.Config) { c.RequireServiceAccount = true }) // switches ServiceAccounts on
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(1)})
 	u := e.wait(tu.NginxGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonServiceAccountRequired)
 	expect(t, u, "Ready=False/ServiceAccountRequired", "Reconciling=False/Stalled")
@@ -254,7 +262,7 @@ func TestOperatorLackingAKindIsNamed(t *testing.T) {
 
 func TestUnknownServiceAccountIsNamed(t *testing.T) {
 	e := newNamespace(t)
-	e.start()
+	e.start(withServiceAccounts) // the annotation names one
 	u := tu.NewCR(tu.NginxGVK, e.ns, "web", map[string]any{"replicaCount": int64(1)})
 	u.SetAnnotations(map[string]string{release.AnnotationServiceAccount: "ghost"})
 	if err := e.c.Create(context.Background(), u); err != nil {
@@ -272,7 +280,7 @@ func TestDeletionWithoutTheServiceAccount(t *testing.T) {
 	e := newNamespace(t)
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", tenantRules(), e.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "apps", "deployments", e.ns, true)
-	e.start(func(c *operator.Config) { c.DefaultServiceAccount = "deployer" })
+	e.start(func(c *operator.Config) { c.DefaultServiceAccount = "deployer" }) // switches ServiceAccounts on
 	ctx := context.Background()
 	for _, name := range []string{"kept", "web"} {
 		e.create(tu.NginxGVK, name, map[string]any{"replicaCount": int64(1)})
@@ -335,7 +343,7 @@ func TestHooksPermissionsAreCheckedToo(t *testing.T) {
 	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}}}
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", rules, e.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "", "configmaps", e.ns, true)
-	e.start(func(c *operator.Config) { c.DefaultServiceAccount = "deployer" })
+	e.start(func(c *operator.Config) { c.DefaultServiceAccount = "deployer" }) // switches ServiceAccounts on
 
 	// The chart's pre-install hook is a Job, which Helm deletes (its
 	// default policy), reads, creates and watches until it completes.

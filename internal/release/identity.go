@@ -68,13 +68,20 @@ type IdentityPolicy struct {
 	// Require refuses to act for a resource that has no ServiceAccount
 	// (--require-service-account).
 	Require bool
+	// Allow switches per-resource ServiceAccounts on (--service-accounts
+	// allowed or required). Without it the operator impersonates no one (its
+	// default Role grants no impersonate): a resource or watch that names a
+	// ServiceAccount is refused with ServiceAccountsDisabled, decided from
+	// this configuration alone, without asking the API server.
+	Allow bool
 }
 
 // For returns the identity obj's release acts as: the ServiceAccount its
 // annotation names, else the policy's, else the operator's own. With
 // Require and no ServiceAccount it returns an *Error stalled with
 // ServiceAccountRequired; an annotation that cannot name a ServiceAccount is
-// stalled with InvalidAnnotation.
+// stalled with InvalidAnnotation; a ServiceAccount named while the policy
+// does not Allow them is stalled with ServiceAccountsDisabled.
 func (p IdentityPolicy) For(obj client.Object) (Identity, error) {
 	id := Identity{Namespace: obj.GetNamespace(), ServiceAccount: p.ServiceAccount, Source: p.Source}
 	if v, ok := obj.GetAnnotations()[AnnotationServiceAccount]; ok && v != "" {
@@ -83,6 +90,12 @@ func (p IdentityPolicy) For(obj client.Object) (Identity, error) {
 				Summary: fmt.Sprintf("The annotation %s has the value %q, which is not a ServiceAccount name: %s", AnnotationServiceAccount, v, errs[0])}
 		}
 		id.ServiceAccount, id.Source = v, SourceAnnotation
+	}
+	if id.Impersonated() && !p.Allow {
+		return Identity{}, &Error{Reason: status.ReasonServiceAccountsDisabled, StalledReason: status.ReasonServiceAccountsDisabled,
+			Summary: fmt.Sprintf("%s names %s, but the operator runs without per-resource ServiceAccounts (--service-accounts=off) and acts only as itself: "+
+				"remove the name, or run the operator with --service-accounts=allowed and a Role that grants impersonate on serviceaccounts (docs/tenancy.md)",
+				capitalize(id.Source), id)}
 	}
 	if !id.Impersonated() {
 		id.Source = ""
@@ -147,6 +160,23 @@ func ServiceAccountMissing(id Identity, act string) *Error {
 	return &Error{Reason: reason, Action: act,
 		Summary: fmt.Sprintf("%s, named by %s, does not exist: create it, or name another with the annotation %s; the release's objects are written as it",
 			id, id.Source, AnnotationServiceAccount)}
+}
+
+// IsIdentityRefused tells whether err is the refusal of For to pick an
+// identity for a resource whose configuration is otherwise valid
+// (ServiceAccountRequired, ServiceAccountsDisabled): the resource's runner
+// may still read Helm's storage as the operator, which its deletion needs.
+func IsIdentityRefused(err error) bool {
+	return IsStalledBy(err, status.ReasonServiceAccountRequired) || IsStalledBy(err, status.ReasonServiceAccountsDisabled)
+}
+
+// capitalize upper-cases the first letter of an ASCII source ("the
+// annotation ..." starts a sentence).
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // IsStalledBy tells whether err is an *Error stalled with reason.

@@ -181,7 +181,7 @@ func (r *Runner) grantHint() string {
 	if r.Identity.Impersonated() {
 		return "; grant them with a Role bound to it, and the release is retried"
 	}
-	return "; grant them to the operator's ServiceAccount, or name a ServiceAccount that has them with the annotation " + AnnotationServiceAccount
+	return "; grant them to the operator's ServiceAccount, or (with --service-accounts on) name a ServiceAccount that has them with the annotation " + AnnotationServiceAccount
 }
 
 // DeniedMessage says, in one line, what id may not do, each permission once,

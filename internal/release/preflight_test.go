@@ -94,17 +94,22 @@ func TestIdentityPolicy(t *testing.T) {
 		want        Identity
 		wantStalled string
 	}{
+		// ServiceAccounts switched on (Allow, --service-accounts) unless
+		// the case says off.
 		{name: "unset: the operator's own", want: Identity{Namespace: "team-a"}},
-		{name: "the watch's", policy: IdentityPolicy{ServiceAccount: "deployer", Source: SourceWatch},
+		{name: "the watch's", policy: IdentityPolicy{ServiceAccount: "deployer", Source: SourceWatch, Allow: true},
 			want: Identity{Namespace: "team-a", ServiceAccount: "deployer", Source: SourceWatch}},
-		{name: "the annotation wins", policy: IdentityPolicy{ServiceAccount: "deployer", Source: SourceFlag},
+		{name: "the annotation wins", policy: IdentityPolicy{ServiceAccount: "deployer", Source: SourceFlag, Allow: true},
 			ann: map[string]string{AnnotationServiceAccount: "mine"}, want: Identity{Namespace: "team-a", ServiceAccount: "mine", Source: SourceAnnotation}},
-		{name: "the annotation without a default", ann: map[string]string{AnnotationServiceAccount: "mine"},
+		{name: "the annotation without a default", policy: IdentityPolicy{Allow: true}, ann: map[string]string{AnnotationServiceAccount: "mine"},
 			want: Identity{Namespace: "team-a", ServiceAccount: "mine", Source: SourceAnnotation}},
-		{name: "required and none", policy: IdentityPolicy{Require: true}, wantStalled: status.ReasonServiceAccountRequired},
-		{name: "required and annotated", policy: IdentityPolicy{Require: true}, ann: map[string]string{AnnotationServiceAccount: "mine"},
+		{name: "required and none", policy: IdentityPolicy{Require: true, Allow: true}, wantStalled: status.ReasonServiceAccountRequired},
+		{name: "required and annotated", policy: IdentityPolicy{Require: true, Allow: true}, ann: map[string]string{AnnotationServiceAccount: "mine"},
 			want: Identity{Namespace: "team-a", ServiceAccount: "mine", Source: SourceAnnotation}},
-		{name: "not a name", ann: map[string]string{AnnotationServiceAccount: "Not_A_Name"}, wantStalled: status.ReasonInvalidAnnotation},
+		{name: "not a name", policy: IdentityPolicy{Allow: true}, ann: map[string]string{AnnotationServiceAccount: "Not_A_Name"}, wantStalled: status.ReasonInvalidAnnotation},
+		{name: "off: the annotation is refused", ann: map[string]string{AnnotationServiceAccount: "mine"}, wantStalled: status.ReasonServiceAccountsDisabled},
+		{name: "off: the watch's is refused", policy: IdentityPolicy{ServiceAccount: "deployer", Source: SourceWatch}, wantStalled: status.ReasonServiceAccountsDisabled},
+		{name: "off: an invalid annotation is still invalid", ann: map[string]string{AnnotationServiceAccount: "Not_A_Name"}, wantStalled: status.ReasonInvalidAnnotation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

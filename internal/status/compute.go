@@ -374,6 +374,8 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 			msg = "No progress is possible until the annotation is corrected"
 		case ReasonServiceAccountRequired:
 			msg = "No progress is possible until the resource names a ServiceAccount with the annotation " + serviceAccountAnnotation
+		case ReasonServiceAccountsDisabled:
+			msg = "No progress is possible until the ServiceAccount is no longer named, or the operator runs with --service-accounts"
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled, msg)
 	case outOfRetries:

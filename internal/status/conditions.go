@@ -111,6 +111,12 @@ const (
 	// (annotation helmapp.io/service-account) and its watch sets none
 	// (serviceAccount, --default-service-account); nothing is done.
 	ReasonServiceAccountRequired = "ServiceAccountRequired"
+	// ReasonServiceAccountsDisabled: Stalled=True, the resource (annotation
+	// helmapp.io/service-account) or its watch (serviceAccount) names a
+	// ServiceAccount, and the operator runs without per-resource
+	// ServiceAccounts (--service-accounts=off, the default, under which its
+	// Role grants no impersonate); nothing is done.
+	ReasonServiceAccountsDisabled = "ServiceAccountsDisabled"
 
 	// ReasonReleaseTooLarge: ReleaseFailed=True and Stalled=True, a revision
 	// of the release is too large for the one Secret Helm stores it in (the

@@ -62,6 +62,9 @@ type env struct {
 	// opEnv is added to the environment of the operator processes started
 	// from now on (the crash point's variables, crash_test.go).
 	opEnv []string
+	// opFlags are the extra flags of every operator process of the test
+	// (watchOptions.operatorFlags).
+	opFlags []string
 	// auditFrom is the audit log's size when the test's namespace was
 	// created: its requests are after it (watching_test.go).
 	auditFrom int64
@@ -96,6 +99,9 @@ type watchOptions struct {
 	// operatorEnv, not a watch option, is the first opEnv of the test's
 	// env: added to the environment of its operator processes.
 	operatorEnv []string
+	// operatorFlags, not a watch option, are extra flags of the test's
+	// operator processes (e.g. --service-accounts=allowed).
+	operatorFlags []string
 }
 
 // testedGVR is the Bulky test kind (watchOptions.tested).
@@ -110,7 +116,7 @@ var hookedGVR = schema.GroupVersionResource{Group: "test.helmapp.io", Version: "
 // releases are uninstalled), stops the operator and deletes the namespace.
 func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 	t.Helper()
-	e := &env{t: t, ns: prefix + "-" + rand.String(5), dir: testDir(t), opEnv: w.operatorEnv, auditFrom: auditSize()}
+	e := &env{t: t, ns: prefix + "-" + rand.String(5), dir: testDir(t), opEnv: w.operatorEnv, opFlags: w.operatorFlags, auditFrom: auditSize()}
 	e.logPath = filepath.Join(e.dir, "operator.log")
 	e.kubectl("create", "namespace", e.ns)
 	t.Cleanup(func() {
@@ -167,7 +173,7 @@ func (e *env) restart() {
 		e.logPath = filepath.Join(e.dir, fmt.Sprintf("operator-%d.log", e.starts))
 	}
 	e.opStarted = time.Now()
-	op, err := startOperator(e.dir, e.watchesPath, e.logPath, e.ns, e.opEnv...)
+	op, err := startOperatorEnv(e.dir, e.watchesPath, e.logPath, e.ns, suite.cp.KubeconfigPath, e.opEnv, e.opFlags...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

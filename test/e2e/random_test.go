@@ -691,7 +691,8 @@ func runHistory(t *testing.T, seed uint64, steps int, keep []int, f *soakFigures
 				at, seed, replayLine(seed, steps, keepOrNil(keep, steps)), replayLine(seed, steps, keepOrNil(prefix, steps)))
 		}
 	})
-	e := newEnv(t, fmt.Sprintf("e2e-random-%d", seed%100000), watchOptions{hooked: true})
+	// The Echoes name the ServiceAccount deployer (annotation): ServiceAccounts switched on.
+	e := newEnv(t, fmt.Sprintf("e2e-random-%d", seed%100000), watchOptions{hooked: true, operatorFlags: []string{"--service-accounts=allowed"}})
 	e.apply("deployer", deployerRBAC)
 	e.apply("deployer-binding", deployerBinding(e.ns))
 	// The model's state, step by step, is what the oracle expects.

@@ -57,11 +57,15 @@ type Options struct {
 	OpenShiftVersions string
 	// CreatedAt is the CSV's createdAt annotation.
 	CreatedAt time.Time
-	// Tenancy generates the tenancy variant (docs/tenancy.md): the
-	// manager's Role is config/tenancy/role.yaml, under which the operator
-	// may only read the charts' kinds and writes them as each resource's
-	// ServiceAccount. Not committed: `make bundle TENANCY=1` writes it.
-	Tenancy bool
+	// Variant names the kustomization of config/ the operator (its
+	// Deployment and Roles) comes from instead of config/default: "" for
+	// the default (committed in bundle/: no impersonate), VariantTenancy
+	// (config/tenancy: the charts' kinds read only, impersonate on
+	// serviceaccounts, --service-accounts=required) or
+	// VariantServiceAccounts (config/service-accounts: the default Role
+	// with impersonate on serviceaccounts, --service-accounts=allowed).
+	// The variants are not committed: genbundle --variant writes them.
+	Variant string
 	// Replaces is the CSV this version upgrades (spec.replaces,
 	// "<package>.v<version>"); empty for none.
 	Replaces string
@@ -113,7 +117,7 @@ func Generate(opts Options) (Files, error) {
 	if !slices.Contains(opts.Channels, opts.DefaultChannel) {
 		return nil, fmt.Errorf("default channel %q is not one of the channels %v", opts.DefaultChannel, opts.Channels)
 	}
-	objs, err := buildManifests(opts.Root, opts.Image, opts.Tenancy)
+	objs, err := buildManifests(opts.Root, opts.Image, opts.Variant)
 	if err != nil {
 		return nil, err
 	}

@@ -28,9 +28,10 @@ const managerImageName = "controller"
 // manager's image set to image the way `kustomize edit set image
 // controller=<image>` would, and returns the objects it produced in
 // kustomize's order. The checkout is not modified: config/ is copied into an
-// in-memory file system and edited there. With tenancy, the manager's Role
-// is config/tenancy/role.yaml's.
-func buildManifests(root, image string, tenancy bool) ([]*unstructured.Unstructured, error) {
+// in-memory file system and edited there. A variant (Options.Variant)
+// replaces config/manifests' ../default by ../<variant>, itself
+// config/default with its patches.
+func buildManifests(root, image, variant string) ([]*unstructured.Unstructured, error) {
 	mem := filesys.MakeFsInMemory()
 	configDir := filepath.Join(root, "config")
 	err := filepath.WalkDir(configDir, func(p string, d fs.DirEntry, err error) error {
@@ -57,12 +58,8 @@ func buildManifests(root, image string, tenancy bool) ([]*unstructured.Unstructu
 	if err := setManagerImage(mem, "/config/manager/kustomization.yaml", image); err != nil {
 		return nil, err
 	}
-	if tenancy {
-		role, err := mem.ReadFile("/config/tenancy/role.yaml")
-		if err != nil {
-			return nil, err
-		}
-		if err := mem.WriteFile("/config/rbac/role.yaml", role); err != nil {
+	if variant != "" {
+		if err := useVariant(mem, "/config/manifests/kustomization.yaml", variant); err != nil {
 			return nil, err
 		}
 	}
@@ -75,6 +72,44 @@ func buildManifests(root, image string, tenancy bool) ([]*unstructured.Unstructu
 		return nil, fmt.Errorf("kustomize build config/manifests: %w", err)
 	}
 	return decodeObjects(out)
+}
+
+// Variants of the operator's configuration (Options.Variant): directories of
+// config/ that are config/default with patches.
+const (
+	VariantTenancy         = "tenancy"
+	VariantServiceAccounts = "service-accounts"
+)
+
+// useVariant rewrites the kustomization file at p in fsys to take its
+// ../default resource from ../<variant> instead.
+func useVariant(fsys filesys.FileSystem, p, variant string) error {
+	if variant != VariantTenancy && variant != VariantServiceAccounts {
+		return fmt.Errorf("unknown variant %q: %s or %s", variant, VariantTenancy, VariantServiceAccounts)
+	}
+	raw, err := fsys.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var k map[string]any
+	if err := sigsyaml.Unmarshal(raw, &k); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	resources, _ := k["resources"].([]any)
+	found := false
+	for i, r := range resources {
+		if r == "../default" {
+			resources[i], found = "../"+variant, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s has no ../default resource to replace with ../%s", p, variant)
+	}
+	out, err := sigsyaml.Marshal(k)
+	if err != nil {
+		return err
+	}
+	return fsys.WriteFile(p, out)
 }
 
 // setManagerImage rewrites the `images:` entry named "controller" of the

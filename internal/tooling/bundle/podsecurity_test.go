@@ -62,7 +62,7 @@ func TestPodTemplatesAreRestricted(t *testing.T) {
 	}
 
 	t.Run("manager", func(t *testing.T) {
-		objs, err := buildManifests(repoRoot, "quay.io/helmapp/helm-app-operator:0.1.0", false)
+		objs, err := buildManifests(repoRoot, "quay.io/helmapp/helm-app-operator:0.1.0", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,20 +43,28 @@ func onChartKinds(r rbacv1.PolicyRule) bool {
 
 // TestTenancyRoleOnlyReadsTheChartsKinds checks config/tenancy/role.yaml
 // against config/rbac/role.yaml: the same rules but for the charts' kinds,
-// which it may only get, list and watch (with impersonate, and get on
-// serviceaccounts, which the operator keeps for itself).
+// which it may only get, list and watch, and the rules of per-resource
+// ServiceAccounts (impersonate on serviceaccounts, get on namespaces), which
+// only it has.
 func TestTenancyRoleOnlyReadsTheChartsKinds(t *testing.T) {
 	full := readRules(t, "config/rbac/role.yaml")
 	tenancy := readRules(t, "config/tenancy/role.yaml")
-	var fullOwn, tenancyOwn []rbacv1.PolicyRule
+	var fullOwn, tenancyOwn, tenancySA []rbacv1.PolicyRule
 	for _, r := range full {
-		if !onChartKinds(r) || slices.Contains(r.Verbs, "impersonate") {
+		if serviceAccountRule(r) {
+			t.Errorf("config/rbac/role.yaml grants %v on %v, which only the ServiceAccount variants may", r.Verbs, r.Resources)
+		}
+		if !onChartKinds(r) {
 			fullOwn = append(fullOwn, r)
 		}
 	}
 	readable := map[string]bool{}
 	for _, r := range tenancy {
-		if !onChartKinds(r) || slices.Contains(r.Verbs, "impersonate") {
+		switch {
+		case serviceAccountRule(r):
+			tenancySA = append(tenancySA, r)
+			continue
+		case !onChartKinds(r):
 			tenancyOwn = append(tenancyOwn, r)
 			continue
 		}
@@ -76,6 +84,9 @@ func TestTenancyRoleOnlyReadsTheChartsKinds(t *testing.T) {
 	}
 	if !equalRules(fullOwn, tenancyOwn) {
 		t.Errorf("the operator's own rules differ between the Roles:\nconfig/rbac:    %v\nconfig/tenancy: %v", fullOwn, tenancyOwn)
+	}
+	if !equalRules(tenancySA, serviceAccountRules) {
+		t.Errorf("the tenancy Role's ServiceAccount rules are %v, want %v", tenancySA, serviceAccountRules)
 	}
 
 	// config/tenancy's kustomization is config/default with that Role.
@@ -110,7 +121,7 @@ func TestTenancyRoleOnlyReadsTheChartsKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Tenancy = true
+	opts.Variant = VariantTenancy
 	csv := generatedCSV(t, opts)
 	st := csv.Spec.InstallStrategy.StrategySpec
 	for _, p := range append(st.Permissions, st.ClusterPermissions...) {

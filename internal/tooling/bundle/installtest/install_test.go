@@ -85,6 +85,16 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 			if canI(t, sc, "list", "", "nodes", "") || canI(t, sc, "create", "apiextensions.k8s.io", "customresourcedefinitions", "") {
 				t.Error("the ServiceAccount has cluster-scoped rights it does not need")
 			}
+			// ServiceAccounts are off by default: no impersonate at all.
+			for _, res := range []string{"serviceaccounts", "users", "groups"} {
+				if canI(t, sc, "impersonate", "", res, crNS) {
+					t.Errorf("may impersonate %s in %s with ServiceAccounts off", res, crNS)
+				}
+			}
+			// The chunked storage driver deletes a revision's chunks by label.
+			if !canI(t, sc, "deletecollection", "", "secrets", crNS) {
+				t.Errorf("may not deletecollection Secrets in %s (storage: chunked)", crNS)
+			}
 
 			// Leases: the operator may create one and read or renew its own
 			// (the leader election ID the CSV's Deployment passes), and no

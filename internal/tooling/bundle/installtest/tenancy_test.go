@@ -20,7 +20,9 @@ import (
 
 // TestTenancyCSVRunsTheLifecycle runs the operator with the tenancy variant
 // of the CSV's permissions (genbundle --tenancy: the charts' kinds read
-// only), granted as OLM grants them, and --require-service-account: the
+// only, impersonate on serviceaccounts), granted as OLM grants them, and
+// --require-service-account (which switches ServiceAccounts on, as the
+// variant's --service-accounts=required does): the
 // operator cannot create any chart object as itself, and the whole
 // lifecycle — install, upgrade, an upgrade the API server refuses, recovery,
 // uninstall — is written as the tenant's ServiceAccount, bound to a Role in
@@ -30,7 +32,7 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Tenancy = true
+	opts.Variant = bundle.VariantTenancy
 	files, err := bundle.Generate(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,16 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 		}
 	}
 
+	// The variant impersonates ServiceAccounts, and no other user or group.
+	if !canI(t, sc, "impersonate", "", "serviceaccounts", crNS) {
+		t.Error("the tenancy CSV does not let the operator impersonate ServiceAccounts")
+	}
+	for _, res := range []string{"users", "groups"} {
+		if canI(t, sc, "impersonate", "", res, crNS) {
+			t.Errorf("the tenancy CSV lets the operator impersonate %s", res)
+		}
+	}
+
 	// What a deletion reads when the ServiceAccount is gone.
 	if err := tu.Client(t, sc).Get(context.Background(), client.ObjectKey{Name: crNS}, &corev1.Namespace{}); err != nil {
 		t.Errorf("the operator may not read the namespace it watches: %v", err)
@@ -73,7 +85,9 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 
 	logs := &syncBuffer{}
 	logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
-	operatortest.Start(t, sc, tu.DefaultWatches(t), []string{crNS}, func(oc *operator.Config) {
+	// With a token of its own: the operator's impersonation of
+	// helm-deployer is judged on the variant's impersonate rule.
+	operatortest.Start(t, withToken(t, sa, in.operatorNS), tu.DefaultWatches(t), []string{crNS}, func(oc *operator.Config) {
 		oc.Logger = &logger
 		oc.DefaultServiceAccount, oc.RequireServiceAccount = "helm-deployer", true
 		oc.RetryBase, oc.RetryMax = 200*time.Millisecond, 2*time.Second
