@@ -160,3 +160,15 @@ func TestPreloadSkipsUndecodableRecords(t *testing.T) {
 		t.Errorf("answered an undecodable record: %+v", r)
 	}
 }
+
+// listedSecret answers a Get of its Secret, and only that: it is the one
+// method Helm's Secrets driver calls in Get, so that Helm's own decoding of
+// a Secret is what the preload's is compared with.
+type listedSecret struct {
+	corev1client.SecretInterface
+	s *corev1.Secret
+}
+
+func (l listedSecret) Get(_ context.Context, _ string, _ metav1.GetOptions) (*corev1.Secret, error) {
+	return l.s, nil
+}
