@@ -474,6 +474,9 @@ func (d *chunkedSecrets) Get(key string) (*helmrelease.Release, error) {
 	if errors.Is(err, errTornRecord) {
 		return nil, fmt.Errorf("get: %w", driver.ErrReleaseNotFound)
 	}
+	if errorsAsInvalid(err) {
+		return nil, err // it names the record
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get: failed to decode release from index secret %q: %w", key, err)
 	}
@@ -547,7 +550,10 @@ func (d *chunkedSecrets) Query(labels map[string]string) ([]*helmrelease.Release
 			d.log.V(1).Info("skipping a torn release record", "record", idx.Name)
 			continue
 		}
-		if errorsAsInvalid(err) && labels["name"] == "" {
+		if errorsAsInvalid(err) {
+			if labels["name"] != "" {
+				return nil, err // it names the record
+			}
 			// A query of no one release: the record is its release's to
 			// report.
 			d.log.V(1).Info("skipping a release record past a bound", "record", idx.Name, "error", err.Error())

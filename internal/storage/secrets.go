@@ -101,6 +101,9 @@ func (d *helmSecrets) Get(key string) (*helmrelease.Release, error) {
 		return nil, fmt.Errorf("get: failed to get %q: %w", key, err)
 	}
 	r, err := DecodeSecret(obj)
+	if errorsAsInvalid(err) {
+		return nil, err // it names the record
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get: failed to decode data %q: %w", key, err)
 	}
