@@ -15,6 +15,7 @@ import (
 var managerPackages = map[string]bool{
 	"":                    true, // main.go
 	"internal/operator":   true,
+	"internal/storage":    true,
 	"internal/watches":    true,
 	"internal/reconciler": true,
 	"internal/release":    true,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/storage"
 )
 
 // capabilitiesTTL is how long the cluster's capabilities (its version and API
@@ -32,7 +33,7 @@ const capabilitiesTTL = time.Minute
 // It also takes from each configuration what costs requests and tells
 // nothing: the reachability probe of every action (see unprobedKube) and the
 // repeated lists of one release's history within one action (see
-// memoDriver, which is per configuration, so per reconcile).
+// storage.Memoize, which is per configuration, so per reconcile).
 type sharedCapabilities struct {
 	inner helmclient.ActionConfigGetter
 	now   func() time.Time
@@ -72,8 +73,8 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	cfg.KubeClient = preemptible(withoutProbe(cfg.KubeClient), s.actions, s.created, obj.GetNamespace(), obj.GetName())
 	if cfg.Releases != nil && cfg.Releases.Driver != nil {
 		// Outside the driver Config.WrapStorage returned: its injected
-		// failures are errors, never memoized (see memoDriver).
-		cfg.Releases.Driver = newMemoDriver(ownWritesDriver{Driver: cfg.Releases.Driver, writes: s.writes, namespace: obj.GetNamespace()})
+		// failures are errors, never memoized (see storage.Memoize).
+		cfg.Releases.Driver = storage.Memoize(ownWritesDriver{Driver: cfg.Releases.Driver, writes: s.writes, namespace: obj.GetNamespace()})
 	}
 	return cfg, nil
 }

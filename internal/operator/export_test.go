@@ -8,10 +8,7 @@ import (
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,27 +34,8 @@ func KubeFactory(kc kube.Interface) kube.Factory {
 	return nil
 }
 
-// EncodedSize is the size of a revision as Helm's Secrets driver stores it.
-var EncodedSize = encodedSize
-
 // WithCrashPoint is the test-only crash point's installation (crashpoint.go).
 var WithCrashPoint = withCrashPoint
-
-// NewHelmSecrets is the operator's own Secrets storage driver over impl,
-// its time labels stamped by now (time.Now when nil).
-func NewHelmSecrets(impl corev1client.SecretInterface, now func() time.Time) driver.Driver {
-	d := newHelmSecrets(impl)
-	if now != nil {
-		d.now = now
-	}
-	return d
-}
-
-// StorageDriver is the operator's release storage mapper, chunked for the
-// kinds in chunked.
-func StorageDriver(chunked map[schema.GroupVersionKind]bool) helmclient.ObjectToStorageDriverMapper {
-	return storageDriver(chunked, nil)
-}
 
 // WithViewFault is the test-only view perturbation's installation (viewfault.go).
 var WithViewFault = withViewFault
@@ -76,12 +54,6 @@ func NewViewFault(spec string, log io.Writer) (wrap func(*rest.Config) *rest.Con
 		w.Wrap(func(rt http.RoundTripper) http.RoundTripper { return viewTransport{rt: rt, v: v} })
 		return w
 	}, v.count, nil
-}
-
-// NewChunkedSecrets is the operator's own chunked Secrets storage driver
-// over impl, owner helm-app-operator, in chunks of chunkSize bytes.
-func NewChunkedSecrets(impl corev1client.SecretInterface, chunkSize int) driver.Driver {
-	return newChunkedSecrets(impl, "helm-app-operator", chunkSize)
 }
 
 // NewReleasePostRenderer is the operator's post-renderer for owner

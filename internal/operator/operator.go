@@ -36,6 +36,7 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
+	"github.com/helmapp/helm-app-operator/internal/storage"
 	"github.com/helmapp/helm-app-operator/internal/watches"
 )
 
@@ -135,8 +136,8 @@ type Config struct {
 	WrapReader func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
-	// WrapStorage wraps the release storage driver (storagedriver.go). The memo of
-	// each action configuration (memoDriver) wraps what it returns, so every
+	// WrapStorage wraps the release storage driver (internal/storage, storage.Mapper). The memo of
+	// each action configuration (storage.Memoize) wraps what it returns, so every
 	// list that reaches the server passes through it, and a list it fails is
 	// never remembered.
 	WrapStorage func(driver.Driver) driver.Driver
@@ -328,7 +329,7 @@ type services struct {
 func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, namespaces map[string]cache.Config) (*services, error) {
 	// Helm's actions act as each resource's identity; its storage, the
 	// resources, events and caches stay the operator's (tenancy.go). Each
-	// kind's releases are stored as its watch says (storagedriver.go).
+	// kind's releases are stored as its watch says (internal/storage, storage.Mapper).
 	ids := newIdentities(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), c, ws)
 	access := newAccessReviewer(mgr.GetConfig(), mgr.GetHTTPClient(), time.Now)
 	chunked := map[schema.GroupVersionKind]bool{}
@@ -340,7 +341,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	warned := readiness.NewWarnings()
 	acgOpts := []helmclient.ActionConfigGetterOption{
 		helmclient.ClientRestConfigMapper(recordWarnings(ids.restConfig, warned, mgr.GetRESTMapper())),
-		helmclient.StorageDriverMapper(storageDriver(chunked, c.WrapStorage)),
+		helmclient.StorageDriverMapper(storage.Mapper(chunked, c.WrapStorage)),
 	}
 	acg, err := helmclient.NewActionConfigGetter(mgr.GetConfig(), mgr.GetRESTMapper(), acgOpts...)
 	if err != nil {

@@ -84,7 +84,7 @@ func (r *Runner) runOwn(act string, submit func(last func(run func() error) erro
 // helmError classifies an error Helm returned from an action.
 func helmError(err error, reason, act, summary string) *Error {
 	e := &Error{Reason: reason, Action: act, Summary: summary, Err: err}
-	if tooLarge(e) {
+	if tooLarge(e) || recordInvalid(e) {
 		return e
 	}
 	if renderFailure(err) {

@@ -2,16 +2,14 @@ package release
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/helmapp/helm-app-operator/internal/storage"
 )
 
 // Restart preload (issue 27 item 5). A new process starts with an empty
@@ -20,7 +18,8 @@ import (
 // loader, the first miss of the memo in a namespace for a revision this
 // process did not write (one it wrote was read back after its action)
 // lists the namespace's deployed Helm records once, in pages, and keeps
-// each, decoded as Helm's Secrets driver decodes it and trimmed as the memo
+// each, decoded as Helm's Secrets driver decodes it (by the storage's one
+// decoder, storage.DecodeSecret, within its bounds) and trimmed as the memo
 // trims, under its release with the name and resourceVersion of its Secret.
 // A later miss for the same release takes it from there when the metadata
 // cache shows the same Secret at the same resourceVersion, and
@@ -127,8 +126,15 @@ func (m *Memo) fill(ns string, p *preload) {
 	defer cancel()
 	err := m.load(ctx, ns, func(s *corev1.Secret) {
 		name := s.Labels["name"]
-		rel, err := decodeRecord(s)
-		if name == "" || err != nil || rel.Chart == nil {
+		if name == "" {
+			return
+		}
+		// Within the storage's bounds: a record past one (a forged
+		// record of any release of the namespace) costs what the bound
+		// allows, and is left to its release's own read, which reports
+		// it (storage.InvalidRecordError).
+		rel, err := storage.DecodeSecret(s)
+		if err != nil || rel.Chart == nil {
 			return // read alone, if ever needed
 		}
 		m.mu.Lock()
@@ -146,30 +152,4 @@ func (m *Memo) fill(ns string, p *preload) {
 		defer m.mu.Unlock()
 		p.byRelease = nil
 	})
-}
-
-// decodeRecord is the revision Secret s records, as Helm's Secrets driver
-// returns it from a Get of s (its decoding and its labels): the driver is
-// given s as what its Get finds.
-func decodeRecord(s *corev1.Secret) (rel *release.Release, err error) {
-	defer func() {
-		// Helm's Get sets the labels of what it failed to decode: nil.
-		if recover() != nil {
-			rel, err = nil, errUndecodable
-		}
-	}()
-	return driver.NewSecrets(listedSecret{s: s}).Get(s.Name)
-}
-
-var errUndecodable = errors.New("the release record cannot be decoded")
-
-// listedSecret answers a Get of its Secret, and only that: it is the one
-// method Helm's Secrets driver calls in Get.
-type listedSecret struct {
-	corev1client.SecretInterface
-	s *corev1.Secret
-}
-
-func (l listedSecret) Get(_ context.Context, _ string, _ metav1.GetOptions) (*corev1.Secret, error) {
-	return l.s, nil
 }

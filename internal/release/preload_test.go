@@ -1,8 +1,12 @@
 package release
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -158,5 +162,57 @@ func TestPreloadSkipsUndecodableRecords(t *testing.T) {
 	}, nil)
 	if r := m.get("ns", "a", bad.Name, "1", true); r != nil {
 		t.Errorf("answered an undecodable record: %+v", r)
+	}
+}
+
+// listedSecret answers a Get of its Secret, and only that: it is the one
+// method Helm's Secrets driver calls in Get, so that Helm's own decoding of
+// a Secret is what the preload's is compared with.
+type listedSecret struct {
+	corev1client.SecretInterface
+	s *corev1.Secret
+}
+
+func (l listedSecret) Get(_ context.Context, _ string, _ metav1.GetOptions) (*corev1.Secret, error) {
+	return l.s, nil
+}
+
+// A record past the storage's bounds among a namespace's deployed records
+// (a forged one: 256 MiB of JSON in 256 KiB of gzip) is not preloaded,
+// costs the list no more than the bound, and keeps no other release's
+// record from being preloaded: it is left to its own release's read, which
+// reports it.
+func TestPreloadSkipsARecordPastTheBounds(t *testing.T) {
+	good := helmWritten(t, deployedRelease("a", 1), "rv-a")
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	_, _ = w.Write([]byte(`{"name":"b","version":1,"info":{"status":"deployed"},"chart":{"metadata":{"name":"c"}}`))
+	spaces := bytes.Repeat([]byte{' '}, 1<<20)
+	for range 256 {
+		_, _ = w.Write(spaces)
+	}
+	_, _ = w.Write([]byte("}"))
+	_ = w.Close()
+	bomb := good.DeepCopy()
+	bomb.Name, bomb.ResourceVersion = "sh.helm.release.v1.b.v1", "rv-b"
+	bomb.Labels["name"] = "b"
+	bomb.Data = map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(z.Bytes()))}
+	m := NewPreloadingMemo(func(_ context.Context, _ string, add func(*corev1.Secret)) error {
+		add(bomb)
+		add(good)
+		return nil
+	}, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if r := m.get("ns", "b", bomb.Name, "rv-b", true); r != nil {
+		t.Errorf("the record past the bounds was preloaded: %+v", r.Info)
+	}
+	runtime.ReadMemStats(&after)
+	if a := after.TotalAlloc - before.TotalAlloc; a > 32<<20 {
+		t.Errorf("the namespace's list allocated %d MiB", a>>20)
+	}
+	if r := m.get("ns", "a", good.Name, "rv-a", true); r == nil || r.Version != 1 {
+		t.Errorf("release a beside it: %v, want its revision 1 preloaded", r)
 	}
 }

@@ -2,28 +2,24 @@ package release
 
 import (
 	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/storage"
 )
 
-// SecretDataLimit is the most data the API server accepts in one Secret
-// (1 MiB, the sum of its values): the bound of a revision Helm stores in one.
-const SecretDataLimit = 1 << 20
-
-// ChunkSize is the data of each chunk of a chunked revision. It leaves 8 KiB
-// of the Secret for what the index Secret holds beside its chunk (the names
-// of the other chunks): with 1 MiB chunks the index itself is refused
-// (operator-controller #2702). It must never grow past SecretDataLimit less
-// that room.
-const ChunkSize = (1024 - 8) * 1024
-
-// ChunkedOwner is the owner label of the chunked driver's Secrets (Helm's
-// are owner=helm, which the helm CLI lists and would fail to decode these).
-const ChunkedOwner = "helm-app-operator"
+// The storage's bounds and names (internal/storage, where the drivers
+// write and read records within them).
+const (
+	// SecretDataLimit is the most data one Secret holds.
+	SecretDataLimit = storage.SecretDataLimit
+	// ChunkSize is the data of each chunk of a chunked revision.
+	ChunkSize = storage.ChunkSize
+	// ChunkedOwner is the owner label of the chunked driver's Secrets.
+	ChunkedOwner = storage.ChunkedOwner
+)
 
 // StorageOwners are the owner labels of every release record this operator
 // may read: Helm's Secrets and the chunked driver's.
@@ -55,20 +51,9 @@ func RecordsOf(name string) labels.Selector {
 	return RecordSelector.Add(*r)
 }
 
-// TooLargeError is a revision too large for the one Secret Helm's storage
-// driver would write it to. The driver refuses it before writing, so Helm
-// stops before it applies anything.
-type TooLargeError struct {
-	// Key is the revision's storage key (sh.helm.release.v1.<name>.v<revision>).
-	Key string
-	// Size is the revision's size as Helm encodes it, Limit the bound.
-	Size, Limit int
-}
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("the revision is %d bytes as Helm stores it (%s), over the %d bytes a Secret holds; "+
-		"set `storage: chunked` on this kind's entry in watches.yaml to store its releases in several Secrets", e.Size, e.Key, e.Limit)
-}
+// TooLargeError is a revision too large for the storage it is written to,
+// refused by the driver before it writes (storage.TooLargeError).
+type TooLargeError = storage.TooLargeError
 
 // tooLarge classifies e as ReleaseTooLarge when Helm's error is a revision
 // too large for its Secret: stalled for this generation and chart, since a
@@ -79,5 +64,19 @@ func tooLarge(e *Error) bool {
 		return false
 	}
 	e.Reason, e.StalledReason = status.ReasonReleaseTooLarge, status.ReasonReleaseTooLarge
+	return true
+}
+
+// recordInvalid classifies e as ReleaseRecordInvalid when it is a record of
+// the release that the storage does not read because reading it would pass
+// a bound (storage.InvalidRecordError): stalled, since reading it again
+// reads the same, until the record is deleted or repaired (its Secret's
+// change wakes the resource).
+func recordInvalid(e *Error) bool {
+	var inv *storage.InvalidRecordError
+	if !errors.As(e.Err, &inv) {
+		return false
+	}
+	e.Reason, e.StalledReason = status.ReasonReleaseRecordInvalid, status.ReasonReleaseRecordInvalid
 	return true
 }

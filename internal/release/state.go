@@ -54,8 +54,10 @@ func Observe(ac helmclient.ActionInterface, name string) (State, error) {
 		return State{}, nil
 	}
 	if err != nil {
-		return State{}, &Error{Reason: status.ReasonErrorGettingReleaseState,
+		e := &Error{Reason: status.ReasonErrorGettingReleaseState,
 			Summary: fmt.Sprintf("Reading the history of release %s from Helm's storage", name), Err: err}
+		recordInvalid(e)
+		return State{}, e
 	}
 	var st State
 	// History is sorted newest first.

@@ -49,8 +49,10 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 		objs = strings.TrimSuffix(strings.TrimPrefix(objs, "["), "]")
 		err = fmt.Errorf("could not delete its objects: %s", objs)
 	}
-	return &Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
+	e := &Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
 		Summary: fmt.Sprintf("Uninstall of release %s failed", r.Name), Err: err}
+	recordInvalid(e) // a record of its history past the storage's bounds
+	return e
 }
 
 // uninstall runs Helm's uninstall; a release already gone, or already

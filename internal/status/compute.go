@@ -372,6 +372,8 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 			msg = "No progress is possible: recreate the resource with a shorter name"
 		case ReasonInvalidAnnotation:
 			msg = "No progress is possible until the annotation is corrected"
+		case ReasonReleaseRecordInvalid:
+			msg = "No progress is possible until the release record named in Stalled is deleted or repaired"
 		case ReasonServiceAccountRequired:
 			msg = "No progress is possible until the resource names a ServiceAccount with the annotation " + serviceAccountAnnotation
 		case ReasonServiceAccountsDisabled:

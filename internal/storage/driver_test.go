@@ -1,4 +1,4 @@
-package operator_test
+package storage_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/storage"
 	"github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
@@ -39,7 +39,7 @@ func TestEncodedSizeIsWhatHelmStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := operator.EncodedSize(rel)
+	got, err := storage.EncodedSize(rel)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package operator
+package storage
 
 import (
 	"encoding/json"
@@ -10,8 +10,6 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/labels"
-
-	rel "github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // memoDriver is Helm's storage driver of one action configuration, which
@@ -67,6 +65,10 @@ type memoAnswer struct {
 	labels   []map[string]string
 	err      error
 }
+
+// Memoize is d under a memo of its lists (memoDriver), for one action
+// configuration.
+func Memoize(d driver.Driver) driver.Driver { return newMemoDriver(d) }
 
 func newMemoDriver(d driver.Driver) *memoDriver {
 	return &memoDriver{Driver: d, answers: map[string]memoAnswer{}}
@@ -165,7 +167,7 @@ func (m *memoDriver) AssumeNoHistory(name string) bool {
 	m.mu.Lock()
 	known := len(m.answers[historyKey(name)].releases) > 0
 	m.mu.Unlock()
-	a, ok := m.Driver.(rel.NoHistoryAssumer)
+	a, ok := m.Driver.(noHistoryAssumer)
 	if known {
 		return false
 	}
@@ -176,6 +178,12 @@ func (m *memoDriver) AssumeNoHistory(name string) bool {
 	defer m.mu.Unlock()
 	m.answers[historyKey(name)] = memoAnswer{err: driver.ErrReleaseNotFound}
 	return true
+}
+
+// noHistoryAssumer is release.NoHistoryAssumer (this package does not
+// import release, which reads records with its decoder).
+type noHistoryAssumer interface {
+	AssumeNoHistory(name string) bool
 }
 
 // historyKey is the memo's key of Helm's history query of release name.

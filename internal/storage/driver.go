@@ -1,4 +1,4 @@
-package operator
+package storage
 
 import (
 	"context"
@@ -18,18 +18,16 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
-// storageDriver returns the mapper that builds each action configuration's
+// Mapper returns the mapper that builds each action configuration's
 // release storage, by the watch of the resource's kind (storage; chunked
 // holds the kinds whose watch says chunked):
 //
 //   - secrets (the default): our own driver writing Helm's Secrets format
 //     byte for byte (helmSecrets), one Secret per revision, which refuses a
 //     revision too large for its Secret before it writes it
-//     (release.TooLargeError), so that Helm stops before it applies
+//     (TooLargeError), so that Helm stops before it applies
 //     anything;
 //   - chunked: our own chunked Secrets driver (chunkedSecrets), in
 //     helm-operator-plugins' format, which writes every revision in an
@@ -39,7 +37,7 @@ import (
 // Both put a controller owner reference to the resource on the Secrets that
 // name a revision (the chunk Secrets are owned by their index Secret). wrap,
 // when set, wraps the result (Config.WrapStorage).
-func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Driver) driver.Driver) helmclient.ObjectToStorageDriverMapper {
+func Mapper(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Driver) driver.Driver) helmclient.ObjectToStorageDriverMapper {
 	return func(ctx context.Context, obj client.Object, cfg *rest.Config) (driver.Driver, error) {
 		cs, err := corev1client.NewForConfig(cfg)
 		if err != nil {
@@ -67,19 +65,19 @@ func storageDriver(chunked map[schema.GroupVersionKind]bool, wrap func(driver.Dr
 }
 
 // chunkedDriver is our chunked Secrets driver in obj's namespace, with
-// chunks of release.ChunkSize and no bound on their number. It returns the
+// chunks of ChunkSize, at most MaxChunks(ChunkSize) of them. It returns the
 // driver's Secrets client too.
 func chunkedDriver(obj client.Object, cs corev1client.CoreV1Interface) (*chunkedSecrets, corev1client.SecretInterface) {
 	owner := metav1.NewControllerRef(obj, obj.GetObjectKind().GroupVersionKind())
 	sc := helmclient.NewOwnerRefSecretClient(cs.Secrets(obj.GetNamespace()), []metav1.OwnerReference{*owner},
 		func(s *corev1.Secret) bool { return s.Type == chunkedIndexType })
-	return newChunkedSecrets(sc, release.ChunkedOwner, release.ChunkSize), sc
+	return newChunkedSecrets(sc, ChunkedOwner, ChunkSize), sc
 }
 
 // encodedSize is the size of rls as Helm's Secrets driver stores it: the
 // base64 of its gzipped JSON, the one value of the Secret's data.
 func encodedSize(rls *helmrelease.Release) (int, error) {
-	b, err := encodeRelease(rls)
+	b, err := encodeRelease("", rls)
 	return len(b), err
 }
 

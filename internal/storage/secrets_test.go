@@ -1,4 +1,4 @@
-package operator_test
+package storage_test
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/status"
+	"github.com/helmapp/helm-app-operator/internal/storage"
 	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
@@ -122,7 +122,7 @@ func TestSecretsDriverWritesHelmsRecordsByteForByte(t *testing.T) {
 	helmSC, oursSC := secretsClient(t, tu.Namespace(t, c, "bytes-helm")), secretsClient(t, tu.Namespace(t, c, "bytes-ours"))
 	var pinned time.Time
 	helm := driver.NewSecrets(helmSC)
-	ours := operator.NewHelmSecrets(oursSC, func() time.Time { return pinned })
+	ours := storage.NewHelmSecrets(oursSC, func() time.Time { return pinned })
 
 	for _, tc := range []struct {
 		name string
@@ -217,7 +217,7 @@ func TestSecretsDriverReadsHelmsRecordsAndHelmReadsOurs(t *testing.T) {
 	for _, writer := range []string{"helm", "ours"} {
 		t.Run("written by "+writer, func(t *testing.T) {
 			sc := secretsClient(t, tu.Namespace(t, c, "cross-"+writer))
-			helm, ours := driver.Driver(driver.NewSecrets(sc)), operator.NewHelmSecrets(sc, nil)
+			helm, ours := driver.Driver(driver.NewSecrets(sc)), storage.NewHelmSecrets(sc, nil)
 			w, other := helm, ours
 			if writer == "ours" {
 				w, other = ours, helm
@@ -319,11 +319,11 @@ func TestSecretsDriverRefusesATooLargeRecordBeforeWriting(t *testing.T) {
 	b := make([]byte, 900<<10)
 	rand.New(rand.NewSource(1)).Read(b)
 	rel.Manifest = base64.StdEncoding.EncodeToString(b)
-	err := operator.NewHelmSecrets(sc, nil).Create("sh.helm.release.v1.huge.v1", rel)
+	err := storage.NewHelmSecrets(sc, nil).Create("sh.helm.release.v1.huge.v1", rel)
 	if err == nil || !strings.Contains(err.Error(), "over the 1048576 bytes a Secret holds") {
 		t.Fatalf("Create of a 1.2 MB record: %v, want the too-large error", err)
 	}
-	size, _ := operator.EncodedSize(rel)
+	size, _ := storage.EncodedSize(rel)
 	if !strings.Contains(err.Error(), strconv.Itoa(size)) {
 		t.Errorf("error %q does not name the encoded size %d", err, size)
 	}
@@ -441,11 +441,11 @@ func TestChunkedStorageIsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner.SetGroupVersionKind(tu.EchoGVK)
-	plain, err := operator.StorageDriver(nil)(ctx, owner, cfg)
+	plain, err := storage.StorageDriver(nil)(ctx, owner, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunked, err := operator.StorageDriver(map[schema.GroupVersionKind]bool{tu.EchoGVK: true})(ctx, owner, cfg)
+	chunked, err := storage.StorageDriver(map[schema.GroupVersionKind]bool{tu.EchoGVK: true})(ctx, owner, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestSecretsDriverAnswersTheReadBackFromItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := operator.NewHelmSecrets(cs.CoreV1().Secrets(ns), nil)
+	ours := storage.NewHelmSecrets(cs.CoreV1().Secrets(ns), nil)
 	helm := driver.NewSecrets(secretsClient(t, ns))
 	listed := func() int { mu.Lock(); defer mu.Unlock(); return lists }
 	history := map[string]string{"name": "web", "owner": "helm"}

@@ -1,4 +1,4 @@
-package operator_test
+package storage_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/storage"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
 )
 
@@ -116,7 +116,7 @@ func sameRelease(got, want *release.Release) error {
 // readRecord reads key and the history of name with a fresh driver: nil
 // when there is no record, an error when the reads disagree or fail.
 func readRecord(sc corev1client.SecretInterface, name, key string) (*release.Release, error) {
-	d := operator.NewChunkedSecrets(sc, testChunkSize)
+	d := storage.NewChunkedSecrets(sc, testChunkSize)
 	got, gerr := d.Get(key)
 	hist, qerr := d.Query(map[string]string{"name": name, "owner": "helm"})
 	all, lerr := d.List(func(r *release.Release) bool { return r.Name == name })
@@ -184,12 +184,12 @@ func TestChunkedDriverSurvivesAStopAfterEveryWrite(t *testing.T) {
 			a := bigRelease(t, name, 1, release.StatusPendingInstall, 1)
 			b := bigRelease(t, name, 1, release.StatusDeployed, 2)
 			if op != "create" {
-				if err := operator.NewChunkedSecrets(sc, testChunkSize).Create(key, a); err != nil {
+				if err := storage.NewChunkedSecrets(sc, testChunkSize).Create(key, a); err != nil {
 					t.Fatal(err)
 				}
 			}
 			stopping := &stoppingSecrets{SecretInterface: sc, n: k}
-			d := operator.NewChunkedSecrets(stopping, testChunkSize)
+			d := storage.NewChunkedSecrets(stopping, testChunkSize)
 			var err error
 			var after *release.Release // the record if the action completed
 			switch op {
@@ -226,7 +226,7 @@ func TestChunkedDriverSurvivesAStopAfterEveryWrite(t *testing.T) {
 			}
 
 			// The next action.
-			next := operator.NewChunkedSecrets(sc, testChunkSize)
+			next := storage.NewChunkedSecrets(sc, testChunkSize)
 			c := bigRelease(t, name, 1, release.StatusSuperseded, 3)
 			if got == nil {
 				if err := next.Create(key, c); err != nil {
@@ -263,7 +263,7 @@ func TestChunkedDriverReadsAndIsReadByHelmOperatorPlugins(t *testing.T) {
 	c := tu.Client(t, cfg)
 	sc := secretsClient(t, tu.Namespace(t, c, "chunked-interop"))
 	hop := hopstorage.NewChunkedSecrets(sc, "helm-app-operator", hopstorage.ChunkedSecretsConfig{ChunkSize: testChunkSize})
-	ours := operator.NewChunkedSecrets(sc, testChunkSize)
+	ours := storage.NewChunkedSecrets(sc, testChunkSize)
 	for _, w := range []struct {
 		name           string
 		writer, reader driver.Driver

@@ -1,4 +1,4 @@
-package operator
+package storage
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -23,8 +24,6 @@ import (
 	kblabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-
-	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // helmSecrets is a release storage driver that stores each revision in one
@@ -47,10 +46,10 @@ import (
 // (see known), the gzip writer and reader and the buffers are
 // pooled (Helm allocates a new compressor, about 1 MiB of state, for every
 // record it writes); a revision too large for its Secret
-// (release.TooLargeError) is refused before the request, measured on the
+// (TooLargeError) is refused before the request, measured on the
 // encoding that would be sent; and a record that does not decode is an
 // error of Get, where Helm's driver panics. The tests in
-// secretsdriver_test.go compare both drivers' Secrets byte for byte.
+// secrets_test.go compare both drivers' Secrets byte for byte.
 type helmSecrets struct {
 	impl corev1client.SecretInterface
 	// now is the clock of the createdAt and modifiedAt labels.
@@ -101,11 +100,13 @@ func (d *helmSecrets) Get(key string) (*helmrelease.Release, error) {
 		}
 		return nil, fmt.Errorf("get: failed to get %q: %w", key, err)
 	}
-	r, err := decodeRelease(obj.Data["release"])
+	r, err := DecodeSecret(obj)
+	if errorsAsInvalid(err) {
+		return nil, err // it names the record
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get: failed to decode data %q: %w", key, err)
 	}
-	r.Labels = withoutSystemLabels(obj.Labels)
 	return r, nil
 }
 
@@ -119,6 +120,8 @@ func (d *helmSecrets) List(filter func(*helmrelease.Release) bool) ([]*helmrelea
 	for i := range list.Items {
 		r, err := decodeRelease(list.Items[i].Data["release"])
 		if err != nil {
+			// Past a bound too: this list is the namespace's, and the
+			// record is its release's to report (Query).
 			d.log.V(1).Info("skipping an undecodable release record", "record", list.Items[i].Name, "error", err.Error())
 			continue
 		}
@@ -158,6 +161,12 @@ func (d *helmSecrets) Query(labels map[string]string) ([]*helmrelease.Release, e
 	for _, item := range items {
 		r, err := decodeRelease(item.Data["release"])
 		if err != nil {
+			if err = invalid(item, err); errorsAsInvalid(err) && labels["name"] != "" {
+				// A record of the release queried, which Helm would act
+				// without: the release is not acted on (see
+				// InvalidRecordError). A query of no one release skips it.
+				return nil, err
+			}
 			d.log.V(1).Info("skipping an undecodable release record", "record", item.Name, "error", err.Error())
 			continue
 		}
@@ -292,9 +301,14 @@ func (d *helmSecrets) Delete(key string) (*helmrelease.Release, error) {
 
 // secret is the Secret that stores rls under key, its time label stamp
 // (createdAt or modifiedAt) set to now; a revision whose encoding is over
-// release.SecretDataLimit is a *release.TooLargeError.
+// SecretDataLimit, or whose JSON is past a bound of the reads
+// (jsonWithinBounds), is a *TooLargeError.
 func (d *helmSecrets) secret(key string, rls *helmrelease.Release, stamp string) (*corev1.Secret, error) {
-	data, err := encodeRelease(rls)
+	data, err := encodeRelease(key, rls)
+	var tl *TooLargeError
+	if errors.As(err, &tl) {
+		return nil, err
+	}
 	if err != nil {
 		op := "create"
 		if stamp == "modifiedAt" {
@@ -302,8 +316,8 @@ func (d *helmSecrets) secret(key string, rls *helmrelease.Release, stamp string)
 		}
 		return nil, fmt.Errorf("%s: failed to encode release %q: %w", op, rls.Name, err)
 	}
-	if len(data) > release.SecretDataLimit {
-		return nil, &release.TooLargeError{Key: key, Size: len(data), Limit: release.SecretDataLimit}
+	if len(data) > SecretDataLimit {
+		return nil, &TooLargeError{Key: key, Size: len(data), Limit: SecretDataLimit}
 	}
 	// Helm's order: the release's labels, the stamp, the release's labels
 	// again (a stamp among them wins), then the system labels.
@@ -389,17 +403,20 @@ func (l writerFreeList) put(w *gzip.Writer) {
 	}
 }
 
-// gzipReaders holds gzip readers, each reset before use (nil until the first).
-var gzipReaders sync.Pool
-
-// buffers holds the buffers the JSON is compressed into.
+// buffers holds the buffers the JSON is compressed into, and decompressed
+// into (record.go).
 var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// encodeRelease is Helm's encoding of rls: the base64 of the gzip, at best
-// compression with an empty header, of its JSON.
-func encodeRelease(rls *helmrelease.Release) ([]byte, error) {
+// encodeRelease is Helm's encoding of rls, stored under key: the base64 of
+// the gzip, at best compression with an empty header, of its JSON. A
+// revision whose JSON the drivers would not read back (jsonWithinBounds)
+// is a *TooLargeError.
+func encodeRelease(key string, rls *helmrelease.Release) ([]byte, error) {
 	b, err := json.Marshal(rls)
 	if err != nil {
+		return nil, err
+	}
+	if err := jsonWithinBounds(key, b); err != nil {
 		return nil, err
 	}
 	buf := buffers.Get().(*bytes.Buffer)
@@ -417,50 +434,4 @@ func encodeRelease(rls *helmrelease.Release) ([]byte, error) {
 	out := make([]byte, base64.StdEncoding.EncodedLen(buf.Len()))
 	base64.StdEncoding.Encode(out, buf.Bytes())
 	return out, nil
-}
-
-var magicGzip = []byte{0x1f, 0x8b, 0x08}
-
-// decodeRelease is Helm's decoding of a record's data: base64, then gunzip
-// when it starts with gzip's magic (Helm wrote records uncompressed before),
-// then JSON.
-func decodeRelease(data []byte) (*helmrelease.Release, error) {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
-	n, err := base64.StdEncoding.Decode(b, data)
-	if err != nil {
-		return nil, err
-	}
-	b = b[:n]
-	if len(b) > 3 && bytes.Equal(b[:3], magicGzip) {
-		r, _ := gzipReaders.Get().(*gzip.Reader)
-		if r == nil {
-			r, err = gzip.NewReader(bytes.NewReader(b))
-		} else {
-			err = r.Reset(bytes.NewReader(b))
-		}
-		if err != nil {
-			return nil, err
-		}
-		buf := buffers.Get().(*bytes.Buffer)
-		buf.Reset()
-		_, err = buf.ReadFrom(r)
-		r.Close()
-		gzipReaders.Put(r)
-		if err != nil {
-			buffers.Put(buf)
-			return nil, err
-		}
-		var rls helmrelease.Release
-		err = json.Unmarshal(buf.Bytes(), &rls)
-		buffers.Put(buf)
-		if err != nil {
-			return nil, err
-		}
-		return &rls, nil
-	}
-	var rls helmrelease.Release
-	if err := json.Unmarshal(b, &rls); err != nil {
-		return nil, err
-	}
-	return &rls, nil
 }

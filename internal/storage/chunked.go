@@ -1,4 +1,4 @@
-package operator
+package storage
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -125,14 +124,23 @@ type chunkedRecord struct {
 }
 
 // pieces encodes rls as the record under key: its pieces, the first kept
-// in the index.
+// in the index. A revision whose JSON the drivers would not read back
+// (jsonWithinBounds) is a *TooLargeError.
 func (d *chunkedSecrets) pieces(key string, rls *helmrelease.Release) ([]chunkPiece, error) {
+	// The JSON is helm-operator-plugins' (an encoder's: a newline ends it).
+	var js bytes.Buffer
+	if err := json.NewEncoder(&js).Encode(chunkedRecord{Release: *rls, Labels: rls.Labels}); err != nil {
+		return nil, err
+	}
+	if err := jsonWithinBounds(key, js.Bytes()); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
 	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.NewEncoder(w).Encode(chunkedRecord{Release: *rls, Labels: rls.Labels}); err != nil {
+	if _, err := w.Write(js.Bytes()); err != nil {
 		return nil, err
 	}
 	if err := w.Close(); err != nil {
@@ -466,6 +474,9 @@ func (d *chunkedSecrets) Get(key string) (*helmrelease.Release, error) {
 	if errors.Is(err, errTornRecord) {
 		return nil, fmt.Errorf("get: %w", driver.ErrReleaseNotFound)
 	}
+	if errorsAsInvalid(err) {
+		return nil, err // it names the record
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get: failed to decode release from index secret %q: %w", key, err)
 	}
@@ -485,6 +496,12 @@ func (d *chunkedSecrets) List(filter func(*helmrelease.Release) bool) ([]*helmre
 		rls, err := d.decode(ctx, idx)
 		if errors.Is(err, errTornRecord) {
 			d.log.V(1).Info("skipping a torn release record", "record", idx.Name)
+			continue
+		}
+		if errorsAsInvalid(err) {
+			// This list is the namespace's: the record is its release's to
+			// report (Query).
+			d.log.V(1).Info("skipping a release record past a bound", "record", idx.Name, "error", err.Error())
 			continue
 		}
 		if err != nil {
@@ -533,6 +550,15 @@ func (d *chunkedSecrets) Query(labels map[string]string) ([]*helmrelease.Release
 			d.log.V(1).Info("skipping a torn release record", "record", idx.Name)
 			continue
 		}
+		if errorsAsInvalid(err) {
+			if labels["name"] != "" {
+				return nil, err // it names the record
+			}
+			// A query of no one release: the record is its release's to
+			// report.
+			d.log.V(1).Info("skipping a release record past a bound", "record", idx.Name, "error", err.Error())
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("query: failed to decode release: %w", err)
 		}
@@ -550,6 +576,11 @@ func (d *chunkedSecrets) Query(labels map[string]string) ([]*helmrelease.Release
 // decode reads the record of the index Secret idx, its chunks from the
 // server: errTornRecord when one of them does not exist. The release's
 // labels are those it was written with, but the system labels.
+//
+// It reads within the bounds of any record (record.go): an index that
+// lists more than MaxChunks chunks, or chunks of more data than a revision
+// of MaxRecordSize compresses to, is an *InvalidRecordError before any
+// chunk past the bound is read; so is a record that decodes past a bound.
 func (d *chunkedSecrets) decode(ctx context.Context, idx *corev1.Secret) (*helmrelease.Release, error) {
 	extraData, ok := idx.Data["extraChunks"]
 	if !ok {
@@ -559,12 +590,16 @@ func (d *chunkedSecrets) decode(ctx context.Context, idx *corev1.Secret) (*helmr
 	if err := json.Unmarshal(extraData, &extra); err != nil {
 		return nil, fmt.Errorf("failed to parse chunk names from index: %w", err)
 	}
+	if most := MaxChunks(d.chunkSize); 1+len(extra) > most {
+		return nil, &InvalidRecordError{Namespace: idx.Namespace, Name: idx.Name,
+			Why: fmt.Sprintf("lists %d chunks, over the %d a revision of %d MiB takes", 1+len(extra), most, MaxRecordSize>>20)}
+	}
 	first, ok := idx.Data["chunk"]
 	if !ok {
 		return nil, fmt.Errorf("index secret %q missing chunk 1 data", idx.Name)
 	}
-	parts := make([]io.Reader, 0, 1+len(extra))
-	parts = append(parts, bytes.NewReader(first))
+	z := make([]byte, 0, len(first)*(1+len(extra))) // all but the last are as long
+	z = append(z, first...)
 	for i, name := range extra {
 		c, err := d.impl.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -577,14 +612,29 @@ func (d *chunkedSecrets) decode(ctx context.Context, idx *corev1.Secret) (*helmr
 		if !ok {
 			return nil, fmt.Errorf("chunk %d secret %q missing chunk data", i+2, name)
 		}
-		parts = append(parts, bytes.NewReader(data))
+		if len(z)+len(data) > MaxChunks(d.chunkSize)*d.chunkSize {
+			return nil, &InvalidRecordError{Namespace: idx.Namespace, Name: idx.Name, Why: errPastSize.Error()}
+		}
+		z = append(z, data...)
 	}
-	r, err := gzip.NewReader(io.MultiReader(parts...))
+	r, _ := gzipReaders.Get().(*gzip.Reader)
+	if r == nil {
+		r = new(gzip.Reader)
+	}
+	defer gzipReaders.Put(r)
+	var buf bytes.Buffer
+	js, err := gunzip(r, z, &buf)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create gzip reader: %w", err)
+		if err = invalid(idx, err); errorsAsInvalid(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("failed to decode release: %w", err)
+	}
+	if jsonValues(js, MaxRecordValues) > MaxRecordValues {
+		return nil, invalid(idx, errTooManyValues)
 	}
 	var rec chunkedRecord
-	if err := json.NewDecoder(r).Decode(&rec); err != nil {
+	if err := json.Unmarshal(js, &rec); err != nil {
 		return nil, fmt.Errorf("failed to decode release: %w", err)
 	}
 	rls := rec.Release

@@ -1,4 +1,4 @@
-package operator
+package storage
 
 import (
 	"compress/gzip"

@@ -1,10 +1,9 @@
-package operator
+package storage
 
 import (
 	"errors"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -126,25 +125,5 @@ func TestMemoDriver(t *testing.T) {
 	inner.queries = 0
 	if _, err := s.Deployed("web"); err != nil || inner.queries != 1 {
 		t.Errorf("deployed: %d queries, err %v; want its own list", inner.queries, err)
-	}
-}
-
-// Helm's concrete client loses only its probe; any other client is kept.
-func TestWithoutProbe(t *testing.T) {
-	kc := kube.New(nil)
-	got := withoutProbe(kc)
-	u, ok := got.(unprobedKube)
-	if !ok || u.Client != kc {
-		t.Fatalf("withoutProbe(*kube.Client) = %T, want the client wrapped", got)
-	}
-	if err := got.IsReachable(); err != nil {
-		t.Errorf("IsReachable: %v", err)
-	}
-	if _, ok := got.(kube.InterfaceDeletionPropagation); !ok {
-		t.Error("the wrapped client lost kube.InterfaceDeletionPropagation")
-	}
-	other := struct{ kube.Interface }{kc}
-	if withoutProbe(other) != kube.Interface(other) {
-		t.Error("a client of another kind was replaced")
 	}
 }
