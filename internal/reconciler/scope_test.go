@@ -143,7 +143,9 @@ func TestScopeAllowsWhatTheWatchLists(t *testing.T) {
 	}
 	allowed, refused := e.ns+"-ok-reader", e.ns+"-other"
 	for _, name := range []string{allowed, refused} {
-		t.Cleanup(func() { _ = e.c.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+		t.Cleanup(func() {
+			_ = e.c.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		})
 	}
 	// The release named e.ns+"-ok" may create "<release>-reader"; the
 	// release named "bad" may not create e.ns+"-other".
