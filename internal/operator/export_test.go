@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // For the external tests of this package.
@@ -57,7 +58,18 @@ func NewViewFault(spec string, log io.Writer) (wrap func(*rest.Config) *rest.Con
 }
 
 // NewReleasePostRenderer is the operator's post-renderer for owner
-// (postrender.go), with labels as the shard's.
+// (postrender.go), with labels as the shard's, for a watch whose scope
+// allows what the tests' manifests hold beyond the owner's namespace (a
+// ClusterRole, ConfigMaps in namespace "other": edgeManifest).
 func NewReleasePostRenderer(rm meta.RESTMapper, kc kube.Interface, owner client.Object, labels map[string]string) postrender.PostRenderer {
-	return releasePostRenderer{rm: rm, kc: kc, owner: owner, labels: dependents.Labeler{Labels: labels}}
+	return NewScopedPostRenderer(rm, kc, owner, labels, release.Scope{
+		ClusterScoped: []release.ScopeRule{{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Names: []string{"*"}}},
+		Namespaced:    []release.ScopeRule{{Kind: "ConfigMap", Namespaces: []string{"other"}, Names: []string{"*"}}},
+	})
+}
+
+// NewScopedPostRenderer is the operator's post-renderer for owner with the
+// watch's scope.
+func NewScopedPostRenderer(rm meta.RESTMapper, kc kube.Interface, owner client.Object, labels map[string]string, scope release.Scope) postrender.PostRenderer {
+	return releasePostRenderer{rm: rm, kc: kc, owner: owner, labels: dependents.Labeler{Labels: labels}, scope: scope}
 }

@@ -360,7 +360,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	// watch it, and owned by the resource, in one post-renderer (postrender.go).
 	var pass onePass
 	getter, err := helmclient.NewActionClientGetter(caps, helmclient.WithFailureRollbacks(false),
-		helmclient.AppendPostRenderers(pass.provider(sh.labelsOf)))
+		helmclient.AppendPostRenderers(pass.provider(sh.labelsOf, scopes(ws))))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Helm action client getter: %w", err)
 	}
@@ -504,7 +504,29 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		Timeout:       w.ActionTimeout(c.Timeout),
 		Rollout:       &w.Rollout,
 		Identity:      policyOf(w, c),
+		Scope:         scopeOf(w),
 	}
+}
+
+// scopeOf is the release scope of the watch w (watches.yaml scope).
+func scopeOf(w watches.Watch) release.Scope {
+	rules := func(in []watches.ScopeRule) []release.ScopeRule {
+		var out []release.ScopeRule
+		for _, r := range in {
+			out = append(out, release.ScopeRule{Group: r.Group, Kind: r.Kind, Namespaces: r.Namespaces, Names: r.Names})
+		}
+		return out
+	}
+	return release.Scope{ClusterScoped: rules(w.Scope.ClusterScoped), Namespaced: rules(w.Scope.Namespaces)}
+}
+
+// scopes are the release scopes of the watches' kinds, for the post-renderer.
+func scopes(ws []watches.Watch) map[schema.GroupVersionKind]release.Scope {
+	m := map[schema.GroupVersionKind]release.Scope{}
+	for _, w := range ws {
+		m[w.GroupVersionKind] = scopeOf(w)
+	}
+	return m
 }
 
 // dependentCache returns the one cache, restricted to the objects the operator

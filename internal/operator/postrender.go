@@ -16,10 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/readiness"
+	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
 // releasePostRenderer is the one post-renderer of the operator's installs and
@@ -36,11 +39,20 @@ import (
 // that no release is upgraded for the change, but one: an integer beyond
 // 2^53, which the labeller (decoding numbers as float64) rounded, is now
 // written as the chart gives it.
+//
+// Before any of that, every object must be in the release's scope
+// (release.Scope: the release's namespace, and what the watch's scope
+// allows beyond it): a manifest with one object outside it is refused
+// whole (release.StraysError), and Helm stops before it stores a revision
+// or applies anything. The objects are judged as Helm will apply them —
+// Helm's own build of the manifest gives each its namespace and scope —
+// so that no reading of the YAML can differ from what is applied.
 type releasePostRenderer struct {
 	rm     meta.RESTMapper
 	kc     kube.Interface
 	owner  client.Object
 	labels dependents.Labeler
+	scope  release.Scope
 }
 
 var _ postrender.PostRenderer = releasePostRenderer{}
@@ -49,8 +61,12 @@ var _ postrender.PostRenderer = releasePostRenderer{}
 // on namespaced objects that name none, lists flattened), labels and owns
 // each, and writes them back as YAML documents.
 func (p releasePostRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
-	infos, err := p.kc.Build(in, false)
+	manifest := in.Bytes()
+	infos, err := p.kc.Build(bytes.NewReader(manifest), false)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.inScope(infos, manifest); err != nil {
 		return nil, err
 	}
 	out := &bytes.Buffer{}
@@ -75,6 +91,38 @@ func (p releasePostRenderer) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		out.Write(b)
 	}
 	return out, nil
+}
+
+// inScope refuses infos, built from manifest, when one of them lies outside
+// the release's scope, naming each such object and its template.
+func (p releasePostRenderer) inScope(infos kube.ResourceList, manifest []byte) error {
+	objs := make([]release.ScopedObject, 0, len(infos))
+	for _, info := range infos {
+		o := release.ScopedObject{ObjectRef: readiness.ObjectRef{Namespace: info.Namespace, Name: info.Name}}
+		if m := info.Mapping; m != nil {
+			o.APIVersion, o.Kind = m.GroupVersionKind.GroupVersion().String(), m.GroupVersionKind.Kind
+			o.ClusterScoped = m.Scope.Name() == meta.RESTScopeNameRoot
+		} else {
+			o.APIVersion, o.Kind = info.Object.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+		}
+		objs = append(objs, o)
+	}
+	strays := p.scope.Strays(objs, p.owner.GetName(), p.owner.GetNamespace())
+	if len(strays) == 0 {
+		return nil
+	}
+	// Only now is the manifest read for the templates the strays came from.
+	if sourced, err := release.ManifestObjects(string(manifest), p.owner.GetNamespace(), p.rm); err == nil {
+		for i, s := range strays {
+			for _, o := range sourced {
+				if o.Kind == s.Kind && o.Name == s.Name && (o.Namespace == s.Namespace || o.ClusterScoped || s.ClusterScoped) {
+					strays[i].Source = o.Source
+					break
+				}
+			}
+		}
+	}
+	return &release.StraysError{Strays: strays, Namespace: p.owner.GetNamespace()}
 }
 
 // own makes u the owner's (see releasePostRenderer).
@@ -125,9 +173,10 @@ type onePass struct {
 	built sync.Map // client.Object (the owner) → releasePostRenderer
 }
 
-func (o *onePass) provider(labelsOf func(map[string]string) map[string]string) helmclient.PostRendererProvider {
+func (o *onePass) provider(labelsOf func(map[string]string) map[string]string, scopes map[schema.GroupVersionKind]release.Scope) helmclient.PostRendererProvider {
 	return func(rm meta.RESTMapper, kc kube.Interface, owner client.Object) postrender.PostRenderer {
-		p := releasePostRenderer{rm: rm, kc: kc, owner: owner, labels: dependents.Labeler{Labels: labelsOf(owner.GetLabels())}}
+		p := releasePostRenderer{rm: rm, kc: kc, owner: owner, labels: dependents.Labeler{Labels: labelsOf(owner.GetLabels())},
+			scope: scopes[owner.GetObjectKind().GroupVersionKind()]}
 		o.built.Store(owner, p)
 		return p
 	}

@@ -198,6 +198,9 @@ func (r *Reconciler) keep(ctx context.Context, obj *unstructured.Unstructured, r
 	if err != nil {
 		return false, err
 	}
+	if err := runner.RecordsInScope(st); err != nil {
+		return false, release.HeldDeletion(err, "the release's objects are not released from the resource's ownership")
+	}
 	writer := runner.Writer
 	if runner.Identity.Impersonated() {
 		// A ServiceAccount that is gone writes nothing: the operator then

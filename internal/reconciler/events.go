@@ -44,6 +44,10 @@ const (
 	// (`would violate PodSecurity ...`, a deprecated API); one event per
 	// distinct warning, naming the objects it was about.
 	EventAPIWarning = "APIWarning"
+	// EventOutOfScope (Warning): a manifest, rendered or read back from a
+	// record, holds an object outside the release's scope; nothing of it
+	// was applied. The note names the object (and the record).
+	EventOutOfScope = status.ReasonOutOfScope
 )
 
 // maxWarningEvents bounds the APIWarning events of one action.
@@ -102,7 +106,8 @@ func (r *Reconciler) event(obj *unstructured.Unstructured, f *status.Failure) {
 		status.ActionUninstall: EventUninstallFailed,
 	}[f.Action]
 	switch {
-	case f.StalledReason == status.ReasonReleaseNameConflict || f.StalledReason == status.ReasonInvalidReleaseName:
+	case f.StalledReason == status.ReasonReleaseNameConflict || f.StalledReason == status.ReasonInvalidReleaseName ||
+		f.StalledReason == EventOutOfScope:
 		// Not a failure of an attempt: nothing was attempted. Say what stops it.
 		reason = f.StalledReason
 	case reason == "":

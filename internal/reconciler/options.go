@@ -64,6 +64,9 @@ type Kind struct {
 	Rollout *rollout.Budget
 	// Identity is who the Helm actions act as (identity.go).
 	Identity release.IdentityPolicy
+	// Scope is what the releases may hold beyond their namespace
+	// (watches.yaml scope; release.Scope).
+	Scope release.Scope
 }
 
 // Services are what every reconciler of the process shares, built once

@@ -79,7 +79,7 @@ func New(opts Options) (*Reconciler, error) {
 		kind: k,
 		svc:  svc,
 		shared: &release.Shared{Services: svc.release, Chart: k.Chart, ChartDigest: release.ChartDigest(k.Chart),
-			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout},
+			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout, Scope: k.Scope},
 		status:  status.Writer{Client: svc.Client},
 		tracker: svc.Tracker,
 		causes:  readiness.NewCauses(),

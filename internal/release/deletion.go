@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,8 +19,12 @@ import (
 // event. reader looks up the ServiceAccount the release is uninstalled as.
 func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep, uninstalled bool) (plan DeletePlan, note string, err error) {
 	f := DeleteFacts{Keep: keep}
-	if f.NotOurs, err = r.NotOurs(); err != nil || DecideDelete(f) != DeleteUninstall {
+	var st State
+	if f.NotOurs, st, err = r.notOurs(); err != nil || f.NotOurs != "" {
 		return DecideDelete(f), f.NotOurs, err
+	}
+	if DecideDelete(f) != DeleteUninstall {
+		return DecideDelete(f), "", nil
 	}
 	if r.Identity.Impersonated() {
 		if note, err = r.actorGone(ctx, reader); err != nil || note != "" {
@@ -31,7 +36,26 @@ func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep,
 		st, err := Observe(r.Client, r.Name)
 		f.Gone = err == nil && st.Latest == nil
 	}
+	if DecideDelete(f) == DeleteUninstall {
+		// Helm's uninstall deletes what the latest record lists and runs
+		// its pre- and post-delete hooks: not for a record out of scope
+		// (scope.go). A kept release is checked before it is disowned.
+		if err := r.RecordsInScope(st); err != nil {
+			return DeleteUninstall, "", HeldDeletion(err, "the release is not uninstalled")
+		}
+	}
 	return DecideDelete(f), "", nil
+}
+
+// HeldDeletion is err, a record out of scope found while the resource is
+// deleted, saying what the deletion does not do (done) and that the
+// finalizer stays until the record is removed or restored.
+func HeldDeletion(err error, done string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Reason == status.ReasonOutOfScope {
+		e.Summary += "; " + done + ", and the finalizer stays until then"
+	}
+	return err
 }
 
 // actorGone checks that the ServiceAccount the release is uninstalled as

@@ -35,7 +35,13 @@ func (r *Runner) deploy(ctx context.Context, before State, vals map[string]any, 
 	if err := ValidateValues(r.Chart, vals, d.summary); err != nil {
 		return withAction(err, d.reason, d.act)
 	}
-	if err := r.preflight(ctx, d.act, before, vals, d.disableHooks); err != nil {
+	// A chart that does not render here is left to Helm, which renders
+	// again and says what is wrong.
+	rendered, _ := r.render(vals, d.act == status.ActionUpgrade)
+	if err := r.renderedInScope(d.act, rendered); err != nil {
+		return err
+	}
+	if err := r.preflight(ctx, d.act, before, rendered, d.disableHooks); err != nil {
 		return err
 	}
 	if d.prepare != nil {
@@ -47,6 +53,12 @@ func (r *Runner) deploy(ctx context.Context, before State, vals map[string]any, 
 		return err
 	}
 	if err := d.run(); err != nil {
+		var strays *StraysError
+		if errors.As(err, &strays) {
+			// The post-renderer refused the manifest (internal/operator):
+			// Helm stopped before it stored or applied anything.
+			return RenderedOutOfScope(d.act, r.Name, r.Namespace, strays.Strays)
+		}
 		return r.permissionDenied(helmError(err, d.reason, d.act, d.summary))
 	}
 	return nil

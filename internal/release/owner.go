@@ -127,21 +127,22 @@ func (r *Runner) Claim(st State) (adopted bool, err error) {
 	return false, nil
 }
 
-// NotOurs tells, before an uninstall, why the release of the resource's name
+// notOurs tells, before an uninstall, why the release of the resource's name
 // must not be uninstalled on its deletion: its name cannot be a release name,
 // so no release was ever made, or the release belongs to someone else. It is
 // empty when the release is the resource's own (or adoptable, which a
 // resource's first reconcile does) or does not exist.
-func (r *Runner) NotOurs() (string, error) {
+// It returns the release's history it read.
+func (r *Runner) notOurs() (string, State, error) {
 	if ValidateName(r.Name) != nil {
-		return fmt.Sprintf("The name %s cannot be a Helm release name, so no release was made", r.Name), nil
+		return fmt.Sprintf("The name %s cannot be a Helm release name, so no release was made", r.Name), State{}, nil
 	}
 	st, err := Observe(r.Client, r.Name)
 	if err != nil {
-		return "", err
+		return "", st, err
 	}
 	if c, whose := ClaimOf(st, r.Owner, r.Chart.Metadata.Name); c == ClaimConflict {
-		return whose + "; it was left in place", nil
+		return whose + "; it was left in place", st, nil
 	}
-	return "", nil
+	return "", st, nil
 }

@@ -193,6 +193,12 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
 	obj := req.Object
 	p.Before = before
+	// Nothing of a record that lists an object outside the release's scope
+	// is acted on: not adopted, relabelled, re-applied, upgraded over or
+	// rolled back to (scope.go).
+	if err := r.RecordsInScope(before); err != nil {
+		return err
+	}
 	var err error
 	if p.Adopted, err = r.Claim(before); err != nil {
 		p.DeployedKnown, p.Deployed = true, nil

@@ -12,9 +12,11 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
@@ -53,21 +55,18 @@ var (
 )
 
 // preflight checks, before an install or upgrade, that r.Identity may do
-// what the action will do with the chart rendered from vals: read every
+// what the action will do with the chart as rendered (r.render): read every
 // object, create the new ones, patch those before's deployed revision has,
 // delete those an upgrade drops, and what the action's hooks need. It returns nil when
 // every permission is granted, or when the check cannot be made here (no
 // Reviewer, a chart that does not render: Helm then reports its own error);
 // otherwise an *Error with reason PermissionDenied naming each missing
 // permission once, and no Helm action runs.
-func (r *Runner) preflight(ctx context.Context, act string, before State, vals map[string]any, disableHooks bool) error {
-	if r.Access == nil || r.Kube == nil {
+func (r *Runner) preflight(ctx context.Context, act string, before State, rendered *rendering, disableHooks bool) error {
+	if r.Access == nil || r.Kube == nil || rendered == nil {
 		return nil
 	}
-	objs, hooks, err := r.render(vals, act == status.ActionUpgrade)
-	if err != nil {
-		return nil // Helm renders again, and says what is wrong
-	}
+	objs, hooks := rendered.objs, rendered.hooks
 	events := map[string][]helmrelease.HookEvent{
 		status.ActionInstall: {helmrelease.HookPreInstall, helmrelease.HookPostInstall},
 		status.ActionUpgrade: {helmrelease.HookPreUpgrade, helmrelease.HookPostUpgrade},
@@ -237,11 +236,21 @@ func (r *Runner) permission(u *unstructured.Unstructured) (Permission, bool) {
 	return p, true
 }
 
+// rendering is the chart rendered as an action will render it (render).
+type rendering struct {
+	// objs are the manifest's objects, hooks the hooks.
+	objs  []*unstructured.Unstructured
+	hooks []*helmrelease.Hook
+	// scoped are the objects of the manifest and of every hook, each with
+	// its template, for the scope check.
+	scoped []ScopedObject
+}
+
 // render renders the chart with vals as Helm's action will, without
 // contacting the API server (the capabilities are those of the action's
 // configuration; a lookup finds nothing), and returns the manifest's
 // objects and the hooks.
-func (r *Runner) render(vals map[string]any, upgrade bool) ([]*unstructured.Unstructured, []*helmrelease.Hook, error) {
+func (r *Runner) render(vals map[string]any, upgrade bool) (*rendering, error) {
 	caps := chartutil.DefaultCapabilities
 	if cfg := r.Client.Config(); cfg != nil && cfg.Capabilities != nil {
 		caps = cfg.Capabilities
@@ -252,17 +261,17 @@ func (r *Runner) render(vals map[string]any, upgrade bool) ([]*unstructured.Unst
 		// is given; the watch's chart is shared, so a copy is.
 		chrt = copyChart(chrt)
 		if err := chartutil.ProcessDependenciesWithMerge(chrt, vals); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	opts := chartutil.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: !upgrade, IsUpgrade: upgrade}
 	rv, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	files, err := engine.Render(chrt, rv)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for name := range files {
 		if strings.HasSuffix(name, "NOTES.txt") {
@@ -271,14 +280,49 @@ func (r *Runner) render(vals map[string]any, upgrade bool) ([]*unstructured.Unst
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, caps.APIVersions, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var b strings.Builder
+	var mapper meta.RESTMapper
+	if r.Kube != nil {
+		mapper = r.Kube.RESTMapper()
+	}
+	out := &rendering{hooks: hooks}
+	// Each template's documents apart, so that each object keeps its
+	// template; a document injected by a value is its template's too.
 	for _, m := range manifests {
-		b.WriteString("---\n" + m.Content + "\n")
+		objs, err := readiness.DecodeManifest(m.Content, r.Namespace, mapper)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, err)
+		}
+		for _, u := range objs {
+			normalizeSecret(u)
+			out.objs = append(out.objs, u)
+			out.scoped = append(out.scoped, scopedObject(u, m.Name))
+		}
 	}
-	objs, err := manifestObjects(b.String(), r.Namespace, r.Kube)
-	return objs, hooks, err
+	for _, h := range hooks {
+		objs, err := DocumentObjects(h.Manifest, h.Path, r.Namespace, mapper)
+		if err != nil {
+			return nil, err
+		}
+		out.scoped = append(out.scoped, objs...)
+	}
+	return out, nil
+}
+
+// renderedInScope checks the objects and hooks the chart rendered against
+// the watch's scope before the action act runs: Helm does not post-render
+// hooks, so a hook injected by a value would escape the post-renderer's
+// check; a manifest out of scope is refused here as well, before the CRDs
+// are applied or the permissions asked.
+func (r *Runner) renderedInScope(act string, rendered *rendering) error {
+	if rendered == nil {
+		return nil
+	}
+	if strays := r.Scope.Strays(rendered.scoped, r.Name, r.Namespace); len(strays) > 0 {
+		return RenderedOutOfScope(act, r.Name, r.Namespace, strays)
+	}
+	return nil
 }
 
 // copyChart copies c and its dependencies as deep as Helm's dependency

@@ -35,6 +35,13 @@ func (r *Runner) remediate(res *Result, after State, e *Error) {
 	switch {
 	case res.Action == status.ActionUpgrade && r.Remediation.RollbackFailedUpgrade && after.Deployed != nil:
 		target := after.Deployed.Version
+		// A rollback applies the target's stored manifest and hooks and
+		// deletes what the failed revision's lists beyond it: both are
+		// read back from storage, and checked as such (scope.go).
+		if err := r.RecordsInScope(after); err != nil {
+			e.Remedy = fmt.Sprintf("not rolled back to revision %d: %s", target, err)
+			return
+		}
 		if err := r.rollback(after.Deployed); err != nil {
 			e.Remedy = fmt.Sprintf("rolling back to revision %d failed: %s", target, status.Foreign(err.Error()))
 		} else {

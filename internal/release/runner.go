@@ -81,6 +81,8 @@ type Shared struct {
 	// Timeout bounds every Helm action and each of its hooks, and is the age
 	// after which a pending lock is stale; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Scope is what a release may hold beyond its namespace (scope.go).
+	Scope Scope
 }
 
 // Runner runs the plan for one release: what is its own is the resource's,

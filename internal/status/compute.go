@@ -378,6 +378,8 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 			msg = "No progress is possible until the resource names a ServiceAccount with the annotation " + serviceAccountAnnotation
 		case ReasonServiceAccountsDisabled:
 			msg = "No progress is possible until the ServiceAccount is no longer named, or the operator runs with --service-accounts"
+		case ReasonOutOfScope:
+			msg = "Nothing is applied until the resource's spec renders objects within the watch's scope, or the record named in Stalled is removed or restored"
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled, msg)
 	case outOfRetries:

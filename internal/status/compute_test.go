@@ -180,6 +180,32 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "an upgrade whose manifest holds an object out of scope is refused, stalled; the deployed revision stays",
+		prev: installed,
+		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade,
+			Err: &Failure{Reason: ReasonOutOfScope, Action: ActionUpgrade, StalledReason: ReasonOutOfScope, Refused: true,
+				Message: "The upgrade of release web was refused: ConfigMap kube-system/x (from nginx/templates/ingress.yaml) is outside the release namespace default; the watch's scope does not allow it; nothing was applied"}},
+		want: want{TypeReady: "False/OutOfScope", TypeStalled: "True/OutOfScope", TypeReconciling: "False/Stalled",
+			TypeReleaseFailed: "True/OutOfScope", TypeDeployed: "True/InstallSuccessful", TypeIrreconcilable: "False/NoReconcileError"},
+		check: func(t *testing.T, s Status) {
+			if s.FailedRelease == nil || s.FailedRelease.Revision != 0 || s.Failures != 0 || s.DeployedRelease.Revision != 1 {
+				t.Errorf("failed %+v failures %d deployed %+v", s.FailedRelease, s.Failures, s.DeployedRelease)
+			}
+		},
+	}, {
+		name: "a record read back out of scope is not acted on: stalled, the status keeps what it knew",
+		prev: installed,
+		out: Outcome{Generation: 1, Now: now, Initialized: true,
+			Err: &Failure{Reason: ReasonOutOfScope, StalledReason: ReasonOutOfScope,
+				Message: "The record of release web revision 1 (Secret sh.helm.release.v1.web.v1): ConfigMap team-b/victim is outside the release namespace default; ..."}},
+		want: want{TypeReady: "False/OutOfScope", TypeStalled: "True/OutOfScope", TypeReconciling: "False/Stalled",
+			TypeIrreconcilable: "True/OutOfScope", TypeDeployed: "True/InstallSuccessful"},
+		check: func(t *testing.T, s Status) {
+			if s.DeployedRelease == nil || s.DeployedRelease.Revision != 1 {
+				t.Errorf("deployed %+v, want revision 1 as before", s.DeployedRelease)
+			}
+		},
+	}, {
 		name: "a CRD the API server refuses fails the upgrade before it runs, retried",
 		prev: installed,
 		out: Outcome{Generation: 2, Now: now, Initialized: true, DeployedKnown: true, Deployed: rel(1), Action: ActionUpgrade, RetryAfter: time.Second,

@@ -89,7 +89,8 @@ func (c conditionSetter) resumed() { meta.RemoveStatusCondition(&c.s.Conditions,
 func StalledBySpec(s Status, generation int64) bool {
 	c := meta.FindStatusCondition(s.Conditions, TypeStalled)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation &&
-		(c.Reason == ReasonInvalidValues || c.Reason == ReasonChartRenderError || c.Reason == ReasonReleaseTooLarge)
+		(c.Reason == ReasonInvalidValues || c.Reason == ReasonChartRenderError || c.Reason == ReasonReleaseTooLarge ||
+			c.Reason == ReasonOutOfScope)
 }
 
 // Uninstalled reports whether s says the release was uninstalled by an

@@ -74,6 +74,10 @@ type Watch struct {
 	// stages the upgrades a chart change causes across the kind's resources
 	// (docs/rollout.md); rollout.DefaultBudget when unset.
 	Rollout rollout.Budget
+	// Scope, our extension (scope: {clusterScoped, namespaces}), is what
+	// the releases may create beyond their own namespace; nothing when
+	// unset (scope.go).
+	Scope Scope
 }
 
 // Test is the test field of a watch entry.
@@ -150,6 +154,7 @@ type entry struct {
 	CRDs                    *crdsEntry            `json:"crds,omitempty"`
 	Test                    *testEntry            `json:"test,omitempty"`
 	Rollout                 *rolloutEntry         `json:"rollout,omitempty"`
+	Scope                   *scopeEntry           `json:"scope,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -207,7 +212,8 @@ func parse(raw []byte) ([]Watch, error) {
 			MaxRetries:         e.MaxRetries,
 			Timeout:            e.Timeout,
 			Storage:            orDefault(e.Storage, StorageSecrets),
-			Rollout:            rolloutOf(e.Rollout)}
+			Rollout:            rolloutOf(e.Rollout),
+			Scope:              scopeOf(e.Scope)}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -281,6 +287,9 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field test.timeout must be positive, got %s", name, t.Timeout.Duration)
 	}
 	if err := checkRollout(name, e.Rollout); err != nil {
+		return err
+	}
+	if err := checkScope(name, e.Scope); err != nil {
 		return err
 	}
 	if e.Selector != nil {
@@ -360,7 +369,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
