@@ -46,8 +46,10 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 //     history pruning, unlocks, adoptions; see release.Writes), the records
 //     listed when the watch starts and the informer's resyncs wake nobody.
 //
-// A resource being deleted is woken by nothing here: its own uninstall
-// deletes the records.
+// A resource being deleted is woken by nothing here — its own uninstall
+// deletes the records — unless its deletion waits on a record rewritten in
+// place (ReleaseRecordInvalid), which someone restoring or deleting the
+// record ends.
 func (r *Reconciler) storageEvents(c client.Reader) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
@@ -84,7 +86,7 @@ func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec cli
 	key := types.NamespacedName{Namespace: rec.GetNamespace(), Name: l["name"]}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(r.kind.GVK)
-	if c.Get(ctx, key, u) != nil || !u.GetDeletionTimestamp().IsZero() {
+	if c.Get(ctx, key, u) != nil || (!u.GetDeletionTimestamp().IsZero() && !recordInvalid(u)) {
 		return
 	}
 	if own {
@@ -97,4 +99,11 @@ func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec cli
 		r.gate.foreignWrite(u.GetUID())
 	}
 	q.Add(reconcile.Request{NamespacedName: key})
+}
+
+// recordInvalid tells whether u's status says it is stalled on a record
+// that does not match what the operator wrote (ReleaseRecordInvalid).
+func recordInvalid(u *unstructured.Unstructured) bool {
+	c := meta.FindStatusCondition(status.FromObject(u).Conditions, status.TypeStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == status.ReasonReleaseRecordInvalid
 }

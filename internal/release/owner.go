@@ -133,15 +133,21 @@ func (r *Runner) Claim(st State) (adopted bool, err error) {
 // empty when the release is the resource's own (or adoptable, which a
 // resource's first reconcile does) or does not exist.
 func (r *Runner) NotOurs() (string, error) {
+	why, _, err := r.notOurs()
+	return why, err
+}
+
+// notOurs is NotOurs, with the history it read.
+func (r *Runner) notOurs() (string, State, error) {
 	if ValidateName(r.Name) != nil {
-		return fmt.Sprintf("The name %s cannot be a Helm release name, so no release was made", r.Name), nil
+		return fmt.Sprintf("The name %s cannot be a Helm release name, so no release was made", r.Name), State{}, nil
 	}
 	st, err := Observe(r.Client, r.Name)
 	if err != nil {
-		return "", err
+		return "", st, err
 	}
 	if c, whose := ClaimOf(st, r.Owner, r.Chart.Metadata.Name); c == ClaimConflict {
-		return whose + "; it was left in place", nil
+		return whose + "; it was left in place", st, nil
 	}
-	return "", nil
+	return "", st, nil
 }

@@ -193,6 +193,11 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
 	obj := req.Object
 	p.Before = before
+	// The choke point of what Helm's storage holds: no record's manifest
+	// is read, applied or deleted before it is checked here.
+	if err := r.CheckRecords(before); err != nil {
+		return err
+	}
 	var err error
 	if p.Adopted, err = r.Claim(before); err != nil {
 		p.DeployedKnown, p.Deployed = true, nil

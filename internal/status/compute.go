@@ -374,6 +374,8 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 			msg = "No progress is possible until the annotation is corrected"
 		case ReasonServiceAccountRequired:
 			msg = "No progress is possible until the resource names a ServiceAccount with the annotation " + serviceAccountAnnotation
+		case ReasonReleaseRecordInvalid:
+			msg = "No progress is possible until the release record named in Stalled is restored or deleted"
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonStalled, msg)
 	case outOfRetries:
