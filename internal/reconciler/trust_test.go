@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
@@ -274,4 +276,54 @@ func auditedTouches(t *testing.T, path, ns, name string) []string {
 		}
 	}
 	return found
+}
+
+// A resource that keeps its release on deletion (helmapp.io/uninstall-on-delete:
+// "false") reads what its records list to take its owner references off
+// them; with the deployed record rewritten in place, the deletion reads
+// nothing of what it lists and waits, stalled, until the record is
+// restored or deleted. Deleting the record lets the resource go.
+func TestKeepWithARewrittenRecordReadsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	nsB := tu.Namespace(t, e.c, "other-b")
+	precious := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "precious", Namespace: nsB}, Data: map[string]string{"owner": "admin"}}
+	if err := e.c.Create(ctx, precious); err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64
+	fault := func(obj client.Object) error {
+		if obj.GetNamespace() == nsB {
+			read.Add(1)
+		}
+		return nil
+	}
+	e.readFault.Store(&fault)
+	cr := tu.NewCR(tu.NginxGVK, e.ns, "web", map[string]any{})
+	cr.SetAnnotations(map[string]string{reconciler.AnnotationUninstallOnDelete: "false"})
+	if err := e.c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	e.wait(tu.NginxGVK, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	forgeRecord(t, e.c, e.ns, "sh.helm.release.v1.web.v1", fmt.Sprintf("\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: precious\n  namespace: %s\n", nsB))
+	u := e.wait(tu.NginxGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonReleaseRecordInvalid)
+	gen := u.GetGeneration()
+	if err := e.c.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	u = e.wait(tu.NginxGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonReleaseRecordInvalid)
+	if u.GetDeletionTimestamp() == nil || u.GetGeneration() <= gen {
+		t.Fatalf("not the deletion's verdict: %s", tu.Describe(u))
+	}
+	if n := read.Load(); n != 0 {
+		t.Errorf("the operator read %d objects of namespace %s listed by the rewritten record", n, nsB)
+	}
+	if err := e.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v1", Namespace: e.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(tu.NginxGVK, "web")
+	if n := read.Load(); n != 0 {
+		t.Errorf("the operator read %d objects of namespace %s listed by the rewritten record", n, nsB)
+	}
 }

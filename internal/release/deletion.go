@@ -21,7 +21,7 @@ import (
 func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep, uninstalled bool) (plan DeletePlan, note string, err error) {
 	f := DeleteFacts{Keep: keep}
 	var st State
-	if f.NotOurs, st, err = r.notOurs(); err != nil || DecideDelete(f) != DeleteUninstall {
+	if f.NotOurs, st, err = r.notOurs(); err != nil || f.NotOurs != "" {
 		return DecideDelete(f), f.NotOurs, err
 	}
 	// Neither Helm's uninstall (which deletes what the latest record lists)
@@ -30,6 +30,9 @@ func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep,
 	// is restored or deleted (trust.go).
 	if err := r.CheckRecords(st); err != nil {
 		return DeleteUninstall, "", err
+	}
+	if DecideDelete(f) != DeleteUninstall {
+		return DecideDelete(f), "", nil
 	}
 	if r.Identity.Impersonated() {
 		if note, err = r.actorGone(ctx, reader); err != nil || note != "" {

@@ -85,6 +85,6 @@ func (r *Runner) recordInvalid(revision int) *Error {
 	key := fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, revision)
 	return &Error{Reason: status.ReasonReleaseRecordInvalid, StalledReason: status.ReasonReleaseRecordInvalid, Refused: true,
 		Summary: fmt.Sprintf("Helm's record of release %s revision %d (Secret %s/%s) does not match what the operator wrote: its manifest was changed in place, so nothing it lists is read, applied or deleted. "+
-			"Restore the record, or delete it (kubectl delete secret -n %s %s) and the operator deploys the release again from this resource",
+			"Restore the record, or delete it (kubectl delete secret -n %s %s): the operator then goes on from this resource",
 			r.Name, revision, r.Namespace, key, r.Namespace, key)}
 }
