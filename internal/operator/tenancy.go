@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -42,13 +41,13 @@ type identities struct {
 	mapper   meta.RESTMapper
 	policies map[schema.GroupVersionKind]release.IdentityPolicy
 
-	mu      sync.Mutex
-	writers map[string]client.Client
+	// writers holds a client per ServiceAccount, at most maxIdentities.
+	writers *bounded[string, client.Client]
 }
 
 func newIdentities(base *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, c Config, ws []watches.Watch) *identities {
 	ids := &identities{base: base, scheme: scheme, mapper: mapper,
-		policies: map[schema.GroupVersionKind]release.IdentityPolicy{}, writers: map[string]client.Client{}}
+		policies: map[schema.GroupVersionKind]release.IdentityPolicy{}, writers: newBounded[string, client.Client](maxIdentities)}
 	for _, w := range ws {
 		ids.policies[w.GroupVersionKind] = policyOf(w, c)
 	}
@@ -94,21 +93,18 @@ func impersonate(cfg *rest.Config, id release.Identity) {
 }
 
 // writer returns the client that writes the objects a re-apply restores as
-// id; one per ServiceAccount, built once.
+// id; one per ServiceAccount, built once while it is among the
+// maxIdentities used most recently.
 func (ids *identities) writer(id release.Identity) (client.Client, error) {
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	if c, ok := ids.writers[id.UserName()]; ok {
+	return ids.writers.getOrMake(id.UserName(), func() (client.Client, error) {
+		cfg := rest.CopyConfig(ids.base)
+		impersonate(cfg, id)
+		c, err := client.New(cfg, client.Options{Scheme: ids.scheme, Mapper: ids.mapper})
+		if err != nil {
+			return nil, fmt.Errorf("creating the client of %s: %w", id, err)
+		}
 		return c, nil
-	}
-	cfg := rest.CopyConfig(ids.base)
-	impersonate(cfg, id)
-	c, err := client.New(cfg, client.Options{Scheme: ids.scheme, Mapper: ids.mapper})
-	if err != nil {
-		return nil, fmt.Errorf("creating the client of %s: %w", id, err)
-	}
-	ids.writers[id.UserName()] = c
-	return c, nil
+	})
 }
 
 // accessReviewer asks the API server, with a SelfSubjectAccessReview made
@@ -123,9 +119,11 @@ type accessReviewer struct {
 	httpClient *http.Client
 	now        func() time.Time
 
-	mu      sync.Mutex
-	clients map[string]authzclient.SelfSubjectAccessReviewInterface
-	answers map[accessKey]answer
+	// clients holds a review client per identity, at most maxIdentities;
+	// answers the answers, at most maxAnswers (an expired one is asked
+	// again).
+	clients *bounded[string, authzclient.SelfSubjectAccessReviewInterface]
+	answers *bounded[accessKey, answer]
 	flight  singleflight.Group
 }
 
@@ -141,7 +139,8 @@ type answer struct {
 
 func newAccessReviewer(base *rest.Config, httpClient *http.Client, now func() time.Time) *accessReviewer {
 	return &accessReviewer{base: base, httpClient: httpClient, now: now,
-		clients: map[string]authzclient.SelfSubjectAccessReviewInterface{}, answers: map[accessKey]answer{}}
+		clients: newBounded[string, authzclient.SelfSubjectAccessReviewInterface](maxIdentities),
+		answers: newBounded[accessKey, answer](maxAnswers)}
 }
 
 // Review implements release.Reviewer.
@@ -159,9 +158,7 @@ func (a *accessReviewer) Review(ctx context.Context, id release.Identity, perms 
 
 func (a *accessReviewer) review(ctx context.Context, id release.Identity, p release.Permission) (bool, error) {
 	key := accessKey{user: id.UserName(), perm: p}
-	a.mu.Lock()
-	ans, ok := a.answers[key]
-	a.mu.Unlock()
+	ans, ok := a.answers.get(key)
 	if ok && a.now().Before(ans.until) {
 		return ans.allowed, nil
 	}
@@ -181,7 +178,7 @@ func (a *accessReviewer) review(ctx context.Context, id release.Identity, p rele
 		if r.Status.Allowed {
 			ttl = allowedTTL
 		}
-		a.remember(key, answer{allowed: r.Status.Allowed, until: a.now().Add(ttl)})
+		a.answers.put(key, answer{allowed: r.Status.Allowed, until: a.now().Add(ttl)})
 		return r.Status.Allowed, nil
 	})
 	if err != nil {
@@ -190,47 +187,29 @@ func (a *accessReviewer) review(ctx context.Context, id release.Identity, p rele
 	return v.(bool), nil
 }
 
-// maxAnswers bounds the cache of answers; past it, expired answers are
-// dropped.
+// maxAnswers bounds the cache of answers; past it, the answer used least
+// recently is dropped.
 const maxAnswers = 4096
 
-func (a *accessReviewer) remember(key accessKey, ans answer) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.answers) >= maxAnswers {
-		now := a.now()
-		for k, v := range a.answers {
-			if !now.Before(v.until) {
-				delete(a.answers, k)
+// client returns the SelfSubjectAccessReview client of id, built once
+// while it is among the maxIdentities used most recently.
+func (a *accessReviewer) client(id release.Identity) (authzclient.SelfSubjectAccessReviewInterface, error) {
+	return a.clients.getOrMake(id.UserName(), func() (authzclient.SelfSubjectAccessReviewInterface, error) {
+		cfg := rest.CopyConfig(a.base)
+		hc := a.httpClient
+		if id.Impersonated() {
+			impersonate(cfg, id)
+			var err error
+			if hc, err = rest.HTTPClientFor(cfg); err != nil {
+				return nil, err
 			}
 		}
-	}
-	a.answers[key] = ans
-}
-
-// client returns the SelfSubjectAccessReview client of id, built once.
-func (a *accessReviewer) client(id release.Identity) (authzclient.SelfSubjectAccessReviewInterface, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c, ok := a.clients[id.UserName()]; ok {
-		return c, nil
-	}
-	cfg := rest.CopyConfig(a.base)
-	hc := a.httpClient
-	if id.Impersonated() {
-		impersonate(cfg, id)
-		var err error
-		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+		cs, err := authzclient.NewForConfigAndClient(cfg, hc)
+		if err != nil {
 			return nil, err
 		}
-	}
-	cs, err := authzclient.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	c := cs.SelfSubjectAccessReviews()
-	a.clients[id.UserName()] = c
-	return c, nil
+		return cs.SelfSubjectAccessReviews(), nil
+	})
 }
 
 // Values of --service-accounts.

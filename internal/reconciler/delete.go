@@ -93,7 +93,8 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		// A failed uninstall may have removed part of the release and marked
 		// it uninstalling: read back what Helm stored rather than keep
 		// claiming the old revision is deployed.
-		if runner != nil {
+		// A record rewritten in place is never described as deployed.
+		if runner != nil && !release.IsStalledBy(err, status.ReasonReleaseRecordInvalid) {
 			if st, obsErr := release.Observe(runner.Client, runner.Name); obsErr == nil {
 				out.DeployedKnown, out.Deployed = true, release.Describe(st.Deployed)
 			}

@@ -30,6 +30,11 @@ const (
 	EventUninstallSkipped = "UninstallSkipped"
 	// EventDriftCorrected: a re-apply restored objects that were changed or deleted.
 	EventDriftCorrected = "DriftCorrected"
+	// EventReapplySkipped: a re-apply left objects of the deployed
+	// revision alone: they are not the release's own (no Helm ownership
+	// annotations of it), or are missing while the record is not one the
+	// operator vouches for.
+	EventReapplySkipped = "ReapplySkipped"
 	// EventReleaseKept: the resource was deleted with
 	// helmapp.io/uninstall-on-delete: "false"; its release stays.
 	EventReleaseKept     = "ReleaseKept"
@@ -78,6 +83,7 @@ func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, out status.Outco
 		}
 		r.supersededEvent(obj, p.RunErr)
 		r.driftEvent(obj, obj.GetName(), res.Drifted)
+		r.skippedEvent(obj, obj.GetName(), res.Skipped)
 		r.crdsEvent(obj, res.Action, res.CRDsApplied)
 		if res.Unlocked != nil {
 			r.unlockedEvent(obj, res.Unlocked)
@@ -160,6 +166,20 @@ func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drif
 	}
 	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
 		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, names), maxEventNote))
+}
+
+// skippedEvent emits the Warning event naming the objects a re-apply left
+// alone (Result.Skipped).
+func (r *Reconciler) skippedEvent(obj *unstructured.Unstructured, rel string, skipped []string) {
+	if len(skipped) == 0 {
+		return
+	}
+	names := strings.Join(skipped[:min(len(skipped), maxDriftNames)], ", ")
+	if more := len(skipped) - maxDriftNames; more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReapplySkipped, status.ActionReconcile, "%s",
+		status.Bound(fmt.Sprintf("Left %d objects listed by release %s alone: %s", len(skipped), rel, names), maxEventNote))
 }
 
 // crdsEvent emits the Normal event naming the CRDs a run created or updated.

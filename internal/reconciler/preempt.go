@@ -33,7 +33,7 @@ func (r *Reconciler) superseding() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool { note(e.ObjectNew); return true },
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			if e.Object != nil {
-				r.svc.Actions.Forget(e.Object.GetUID())
+				r.svc.Actions.Forget(e.Object.GetNamespace(), e.Object.GetName(), e.Object.GetUID())
 			}
 			return true
 		},

@@ -47,9 +47,9 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 //     listed when the watch starts and the informer's resyncs wake nobody.
 //
 // A resource being deleted is woken by nothing here — its own uninstall
-// deletes the records — unless its deletion is held by a record out of the
-// release's scope (Stalled OutOfScope), which someone must remove or
-// restore.
+// deletes the records — unless its deletion is held by a record it may not
+// act on: out of the release's scope (Stalled OutOfScope) or rewritten in
+// place (ReleaseRecordInvalid), which someone must remove or restore.
 func (r *Reconciler) storageEvents(c client.Reader) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
@@ -101,10 +101,11 @@ func (r *Reconciler) recordChanged(ctx context.Context, c client.Reader, rec cli
 	q.Add(reconcile.Request{NamespacedName: key})
 }
 
-// heldByRecord tells whether u's status says it is held by a record out of
-// its release's scope (Stalled=True OutOfScope): a change to the records
-// may end that.
+// heldByRecord tells whether u's status says it is held by a record of its
+// release it may not act on (Stalled=True OutOfScope or
+// ReleaseRecordInvalid): a change to the records may end that.
 func heldByRecord(u *unstructured.Unstructured) bool {
 	c := meta.FindStatusCondition(status.FromObject(u).Conditions, status.TypeStalled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == status.ReasonOutOfScope
+	return c != nil && c.Status == metav1.ConditionTrue &&
+		(c.Reason == status.ReasonOutOfScope || c.Reason == status.ReasonReleaseRecordInvalid)
 }

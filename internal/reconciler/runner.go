@@ -34,7 +34,7 @@ func (r *Reconciler) runner(ctx context.Context, obj *unstructured.Unstructured,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(),
 		Owner:    release.Owner{Group: r.kind.GVK.Group, Kind: r.kind.GVK.Kind, UID: obj.GetUID()},
 		Identity: id, Writer: writer, Options: ann.Helm,
-		Known: knownRevision(prev), Generation: obj.GetGeneration(),
+		Known: knownRevision(prev), Recorded: prev.DeployedRelease, Generation: obj.GetGeneration(),
 		Shard: r.shard(obj),
 	}, idErr
 }

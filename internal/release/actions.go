@@ -16,11 +16,15 @@ type Actions struct {
 	// seen is the newest generation the primary watch saw of each
 	// resource (see Supersede).
 	seen map[types.UID]int64
-	// ended is when the last action of this process on a release ended.
-	ended map[string]time.Time
-	// wrote is the newest revision an action of this process left on a
-	// release, as read back after it.
-	wrote map[string]int
+	// ended is when the last action of this process on a release ended,
+	// and wrote the newest revision an action of this process left on a
+	// release, as read back after it. Both are by release (namespace/name)
+	// and remember the resource (UID) they were for: a resource deleted and
+	// created again under its name is another resource, which inherits
+	// neither (Forget drops them when the primary watch sees the deletion;
+	// the UID covers a deletion it never saw).
+	ended map[string]endedAt
+	wrote map[string]wroteRevision
 	// observer is told the duration and outcome of every Helm action; nil: nobody.
 	observer ActionObserver
 }
@@ -43,7 +47,22 @@ func (a *Actions) observed(kind, act string, start time.Time, err error) {
 
 // NewActions returns an empty registry.
 func NewActions() *Actions {
-	return &Actions{running: map[string]*runningAction{}, seen: map[types.UID]int64{}, ended: map[string]time.Time{}, wrote: map[string]int{}}
+	return &Actions{running: map[string]*runningAction{}, seen: map[types.UID]int64{}, ended: map[string]endedAt{}, wrote: map[string]wroteRevision{}}
+}
+
+// endedAt is when the last action of resource uid on a release ended.
+type endedAt struct {
+	uid types.UID
+	at  time.Time
+}
+
+// wroteRevision is the newest revision an action of resource uid left on
+// a release, and the digest of its manifest (Digest): a record of that
+// revision whose manifest is another was rewritten since (trust.go).
+type wroteRevision struct {
+	uid            types.UID
+	revision       int
+	manifestDigest string
 }
 
 // begin records that act runs on release ns/name for generation gen of
@@ -84,9 +103,11 @@ func (a *Actions) wroteNothing(ra *runningAction) {
 }
 
 // track records that act, which no generation preempts (an uninstall, a
-// rollback), runs on release ns/name; the returned function ends it.
-func (a *Actions) track(ns, name, act string) (end func()) {
-	ra := a.begin(ns, name, act, "", 0)
+// rollback), runs on release ns/name of the resource uid; the returned
+// function ends it.
+func (a *Actions) track(ns, name string, uid types.UID, act string) (end func()) {
+	// Generation 0: no generation preempts it (runningAction.supersede).
+	ra := a.begin(ns, name, act, uid, 0)
 	return func() { a.end(ns, name, ra) }
 }
 
@@ -99,39 +120,56 @@ func (a *Actions) end(ns, name string, ra *runningAction) {
 		delete(a.running, key)
 	}
 	if !ra.noLock {
-		a.ended[key] = time.Now()
+		a.ended[key] = endedAt{uid: ra.uid, at: time.Now()}
 	}
 }
 
-// EndedAt is when the last action of this process on release ns/name ended,
-// the zero time when none did. A pending revision written before then was
+// EndedAt is when the last action of this process on release ns/name of the
+// resource uid ended, the zero time when none did. A pending revision written before then was
 // written by that action (or an earlier one), which ended without recording
 // its outcome — the API server was unreachable at the end, say — and nobody
 // runs it any more.
-func (a *Actions) EndedAt(ns, name string) time.Time {
+func (a *Actions) EndedAt(ns, name string, uid types.UID) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ended[ns+"/"+name]
+	if e, ok := a.ended[ns+"/"+name]; ok && e.uid == uid {
+		return e.at
+	}
+	return time.Time{}
 }
 
 // Wrote is the newest revision an action of this process left on release
-// ns/name, 0 for none.
-func (a *Actions) Wrote(ns, name string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.wrote[ns+"/"+name]
+// ns/name of the resource uid, 0 for none.
+func (a *Actions) Wrote(ns, name string, uid types.UID) int {
+	rev, _ := a.wroteDigest(ns, name, uid)
+	return rev
 }
 
-// noteWrote records that an action of this process left revision on
-// release ns/name (Helm's storage read back after it).
-func (a *Actions) noteWrote(ns, name string, revision int) {
+// wroteDigest is Wrote and the digest of that revision's manifest.
+func (a *Actions) wroteDigest(ns, name string, uid types.UID) (int, string) {
+	if a == nil {
+		return 0, ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w, ok := a.wrote[ns+"/"+name]; ok && w.uid == uid {
+		return w.revision, w.manifestDigest
+	}
+	return 0, ""
+}
+
+// noteWrote records that an action of this process for the resource uid
+// left revision, whose manifest has digest manifestDigest, on release
+// ns/name (Helm's storage read back after it).
+func (a *Actions) noteWrote(ns, name string, uid types.UID, revision int, manifestDigest string) {
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if revision > a.wrote[ns+"/"+name] {
-		a.wrote[ns+"/"+name] = revision
+	key := ns + "/" + name
+	if w, ok := a.wrote[key]; !ok || w.uid != uid || revision >= w.revision {
+		a.wrote[key] = wroteRevision{uid: uid, revision: revision, manifestDigest: manifestDigest}
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 // order, until one decides: a fact that cannot change the plan costs no
 // request. keep is the resource's helmapp.io/uninstall-on-delete "false",
 // uninstalled that its status says an earlier pass uninstalled the release.
+// A release whose records do not match what the operator wrote
+// (CheckRecords) is neither uninstalled nor kept: the failure says so.
 // note says why for DeleteNotOurs and DeleteSkip, for the UninstallSkipped
 // event. reader looks up the ServiceAccount the release is uninstalled as.
 func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep, uninstalled bool) (plan DeletePlan, note string, err error) {
@@ -22,6 +24,13 @@ func (r *Runner) DecideDeletion(ctx context.Context, reader client.Reader, keep,
 	var st State
 	if f.NotOurs, st, err = r.notOurs(); err != nil || f.NotOurs != "" {
 		return DecideDelete(f), f.NotOurs, err
+	}
+	// Neither Helm's uninstall (which deletes what the latest record lists)
+	// nor keeping the release (which reads what it lists to disown it) acts
+	// on a record rewritten in place: the deletion waits, stalled, until it
+	// is restored or deleted (trust.go).
+	if err := r.CheckRecords(st); err != nil {
+		return DeleteUninstall, "", err
 	}
 	if DecideDelete(f) != DeleteUninstall {
 		return DecideDelete(f), "", nil

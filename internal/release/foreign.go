@@ -55,7 +55,7 @@ func (r *Runner) Foreign(st *State, want Desired) *Foreign {
 func (r *Runner) known() int {
 	k := r.Known
 	if r.Actions != nil {
-		k = max(k, r.Actions.Wrote(r.Namespace, r.Name))
+		k = max(k, r.Actions.Wrote(r.Namespace, r.Name, r.Owner.UID))
 	}
 	return k
 }

@@ -193,9 +193,14 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
 	obj := req.Object
 	p.Before = before
-	// Nothing of a record that lists an object outside the release's scope
-	// is acted on: not adopted, relabelled, re-applied, upgraded over or
-	// rolled back to (scope.go).
+	// The choke point of what Helm's storage holds: no record's manifest
+	// is read, applied or deleted before it is checked here, first against
+	// what the operator wrote (trust.go), then against the release's scope
+	// (scope.go): nothing of a failing record is adopted, relabelled,
+	// re-applied, upgraded over or rolled back to.
+	if err := r.CheckRecords(before); err != nil {
+		return err
+	}
 	if err := r.RecordsInScope(before); err != nil {
 		return err
 	}

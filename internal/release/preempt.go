@@ -93,15 +93,24 @@ func (a *Actions) Supersede(ns, name string, uid types.UID, gen int64) {
 	}
 }
 
-// Forget drops what the registry knows of the generations of resource uid
-// (it was deleted).
-func (a *Actions) Forget(uid types.UID) {
+// Forget drops what the registry knows of resource uid, whose release is
+// ns/name (it was deleted): its generations, and the revision its actions
+// wrote and when the last ended, unless a resource created again under the
+// name wrote since.
+func (a *Actions) Forget(ns, name string, uid types.UID) {
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.seen, uid)
+	key := ns + "/" + name
+	if w, ok := a.wrote[key]; ok && w.uid == uid {
+		delete(a.wrote, key)
+	}
+	if e, ok := a.ended[key]; ok && e.uid == uid {
+		delete(a.ended, key)
+	}
 }
 
 // Wait runs wait, a wait of the action running on release ns/name (a hook's

@@ -85,9 +85,9 @@ func TestActionBegunAfterANewerGenerationIsSuperseded(t *testing.T) {
 		a.end("ns", "web", ra)
 	}
 	// Forgotten once the resource is deleted: nothing of it stays.
-	a.Forget("uid-1")
-	if len(a.seen) != 0 {
-		t.Errorf("Forget left %v", a.seen)
+	a.Forget("ns", "web", "uid-1")
+	if len(a.seen) != 0 || len(a.ended) != 0 || len(a.wrote) != 0 {
+		t.Errorf("Forget left %v, %v, %v", a.seen, a.ended, a.wrote)
 	}
 }
 

@@ -20,38 +20,49 @@ import (
 // permission). Objects are read with KubeReader, the operator's, and
 // written with Writer, as Identity, once Access allows every write. It
 // writes no new revision. It returns the objects it restored, in the
-// manifest's order.
+// manifest's order, and those it left alone (skipped, see inspect).
+//
+// Only the release's own objects are restored: an object the manifest
+// lists that exists without this release's Helm ownership annotations
+// (meta.helm.sh/release-name and release-namespace) is someone else's and
+// is never patched, and a missing object is re-created only when the
+// deployed record is one the operator vouches for (Trusted), so that a
+// record it did not write cannot make it create or take over objects.
 //
 // On failure it returns an *Error with reason ReconcileError (or
 // PermissionDenied), and the objects restored before the failure.
-func (r *Runner) reapply(ctx context.Context, st State) ([]string, error) {
+func (r *Runner) reapply(ctx context.Context, st State) (drifted, skipped []string, err error) {
 	fail := func(err error) *Error {
 		return &Error{Reason: status.ReasonReconcileError, Action: status.ActionReconcile,
 			Summary: fmt.Sprintf("Re-applying the objects of release %s revision %d failed", r.Name, st.Deployed.Version),
 			Err:     err}
 	}
 	if r.Kube == nil || r.KubeReader == nil {
-		return nil, fail(fmt.Errorf("no Kubernetes client to re-apply with"))
+		return nil, nil, fail(fmt.Errorf("no Kubernetes client to re-apply with"))
 	}
 	objs, err := manifestObjects(st.Deployed.Manifest, r.Namespace, r.Kube)
 	if err != nil {
-		return nil, fail(err)
+		return nil, nil, fail(err)
 	}
+	trusted := r.Trusted(st.Deployed)
 	var writes []restoration
 	for _, want := range objs {
-		w, err := r.inspect(ctx, want)
+		w, skip, err := r.inspect(ctx, want, trusted)
 		if err != nil {
-			return nil, fail(err)
+			return nil, skipped, fail(err)
+		}
+		if skip != "" {
+			skipped = append(skipped, skip)
 		}
 		if w != nil {
 			writes = append(writes, *w)
 		}
 	}
 	if len(writes) == 0 {
-		return nil, nil
+		return nil, skipped, nil
 	}
 	if err := r.confirmLatest(st); err != nil {
-		return nil, err
+		return nil, skipped, err
 	}
 	if r.Access != nil {
 		var perms []Permission
@@ -62,10 +73,9 @@ func (r *Runner) reapply(ctx context.Context, st State) ([]string, error) {
 			}
 		}
 		if err := r.check(ctx, status.ActionReconcile, perms); err != nil {
-			return nil, err
+			return nil, skipped, err
 		}
 	}
-	var drifted []string
 	for _, w := range writes {
 		what, err := r.restore(ctx, w)
 		if what != "" {
@@ -73,10 +83,10 @@ func (r *Runner) reapply(ctx context.Context, st State) ([]string, error) {
 		}
 		if err != nil {
 			e := fail(err)
-			return drifted, r.permissionDenied(e)
+			return drifted, skipped, r.permissionDenied(e)
 		}
 	}
-	return drifted, nil
+	return drifted, skipped, nil
 }
 
 // restoration is one write a re-apply makes: create a deleted object, or
@@ -89,34 +99,58 @@ type restoration struct {
 }
 
 // inspect reads want's live object and returns the write that restores it,
-// nil when it did not drift.
-func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured) (*restoration, error) {
+// nil when it did not drift. An object it must leave alone — one that
+// exists without this release's ownership annotations, or one missing while
+// the deployed record is not trusted — is returned as skip, named with why.
+func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured, trusted bool) (w *restoration, skip string, err error) {
 	name := want.GetKind() + " " + want.GetName()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(want.GroupVersionKind())
-	err := r.KubeReader.Get(ctx, client.ObjectKeyFromObject(want), live)
+	err = r.KubeReader.Get(ctx, client.ObjectKeyFromObject(want), live)
 	switch {
 	case apierrors.IsNotFound(err):
+		if !trusted {
+			return nil, objectName(want) + " (missing; not re-created: the deployed record is not one the operator vouches for)", nil
+		}
 		if err := r.reshardObject(ctx, want, nil); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		obj := want.DeepCopy()
 		helmOwnership(obj, r.Name, r.Namespace)
-		return &restoration{verb: "create", obj: obj, name: name}, nil
+		return &restoration{verb: "create", obj: obj, name: name}, "", nil
 	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", name, err)
+		return nil, "", fmt.Errorf("reading %s: %w", name, err)
+	}
+	if !ownedBy(live, r.Name, r.Namespace) {
+		return nil, objectName(want) + " (not the release's: it lacks the release's Helm ownership annotations)", nil
 	}
 	if err := r.reshardObject(ctx, want, live); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	patch, err := driftPatch(want, live)
 	if err != nil {
-		return nil, fmt.Errorf("comparing %s with its manifest: %w", name, err)
+		return nil, "", fmt.Errorf("comparing %s with its manifest: %w", name, err)
 	}
 	if patch == nil {
-		return nil, nil
+		return nil, "", nil
 	}
-	return &restoration{verb: "patch", obj: live, patch: patch, name: name}, nil
+	return &restoration{verb: "patch", obj: live, patch: patch, name: name}, "", nil
+}
+
+// ownedBy tells whether u carries the Helm ownership annotations of release
+// name in namespace, as Helm sets them on every object it creates or adopts
+// (and helmOwnership on those a re-apply re-creates).
+func ownedBy(u *unstructured.Unstructured, name, namespace string) bool {
+	a := u.GetAnnotations()
+	return a["meta.helm.sh/release-name"] == name && a["meta.helm.sh/release-namespace"] == namespace
+}
+
+// objectName names u by kind, namespace and name ("ConfigMap b/extra").
+func objectName(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetKind() + " " + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
 }
 
 // restore makes the write w. It returns how it found the object

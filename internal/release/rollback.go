@@ -28,7 +28,7 @@ func (r *Runner) rollback(target *release.Release) error {
 	rb.Version = target.Version
 	r.rollbackOptions(rb)
 	if r.Actions != nil {
-		defer r.Actions.track(r.Namespace, r.Name, status.ActionRollback)()
+		defer r.Actions.track(r.Namespace, r.Name, r.Owner.UID, status.ActionRollback)()
 	}
 	start := time.Now()
 	err := rb.Run(r.Name)

@@ -110,6 +110,11 @@ type Runner struct {
 	// failed), 0 for none: a newer one that this process did not write is
 	// someone else's (see Foreign).
 	Known int
+	// Recorded is the deployed revision the resource's status names, nil
+	// for none: its manifest digest, which only the operator writes (the
+	// status subresource), is what a record of that revision must still
+	// hold to be acted on (trust.go).
+	Recorded *status.DeployedRelease
 	// Shard is the resource's values of the operator's shard label keys,
 	// carried by every revision and object of the release (shard.go).
 	Shard Shard
@@ -132,6 +137,10 @@ type Result struct {
 	// Drifted names the objects a re-apply found changed or deleted and
 	// restored ("Deployment web (changed)").
 	Drifted []string
+	// Skipped names the objects of the deployed revision a re-apply left
+	// alone, and why: not the release's own, or missing while the record
+	// is not one the operator vouches for (reapply).
+	Skipped []string
 	// State is Helm's storage read back after the action, the truth for status;
 	// Observed is false when it could not be read back.
 	State    State
@@ -188,7 +197,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	defer func() {
 		if res.Observed && res.State.Latest != nil && plan != PlanReapply && plan != PlanLocked {
 			// What this process left, so that it is never taken for someone else's.
-			r.Actions.noteWrote(r.Namespace, r.Name, res.State.Latest.Version)
+			r.Actions.noteWrote(r.Namespace, r.Name, r.Owner.UID, res.State.Latest.Version, Digest(res.State.Latest.Manifest))
 		}
 	}()
 	var preempted *Superseded
@@ -205,7 +214,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		res.Action = status.ActionReconcile
 		res.State, res.Observed = before, true
 		var err error
-		res.Drifted, err = r.reapply(ctx, before)
+		res.Drifted, res.Skipped, err = r.reapply(ctx, before)
 		return res, err
 	case PlanUnlock:
 		return r.unlockAndRun(ctx, before, vals)

@@ -129,14 +129,14 @@ func (r *Runner) ObserveSettled(records []Record, memo *Memo) (st State, fromMem
 	}
 	latest, version, ok := latestRecord(records)
 	if memo == nil || !ok || latest.Labels["status"] != release.StatusDeployed.String() ||
-		version > r.known() || (r.Actions != nil && r.Actions.Wrote(r.Namespace, r.Name) > version) {
+		version > r.known() || (r.Actions != nil && r.Actions.Wrote(r.Namespace, r.Name, r.Owner.UID) > version) {
 		st, err := r.Observe()
 		return st, false, err
 	}
 	id := r.Namespace + "/" + r.Name
 	// A revision this process wrote was read back after its action: the
 	// namespace's list is for those it found (after a restart).
-	preload := r.Actions == nil || r.Actions.Wrote(r.Namespace, r.Name) < version
+	preload := r.Actions == nil || r.Actions.Wrote(r.Namespace, r.Name, r.Owner.UID) < version
 	if rel := memo.get(r.Namespace, r.Name, latest.Key, latest.ResourceVersion, preload); rel != nil && r.settled(rel, version) {
 		return State{Latest: rel, Deployed: rel}, true, nil
 	}

@@ -186,7 +186,7 @@ func (r *Runner) Observe() (State, error) {
 	p := LockPolicy{Now: r.now(), Since: r.tenure().Since(), Timeout: r.timeout()}
 	if r.Actions != nil {
 		p.RunningHere = r.Actions.Running(r.Namespace, r.Name)
-		p.EndedHere = r.Actions.EndedAt(r.Namespace, r.Name)
+		p.EndedHere = r.Actions.EndedAt(r.Namespace, r.Name, r.Owner.UID)
 	}
 	st.Lock = JudgeLock(st.Latest, p)
 	return st, nil

@@ -36,7 +36,7 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 		defer func() { cfg.Log = forward }()
 	}
 	if r.Actions != nil {
-		defer r.Actions.track(r.Namespace, r.Name, status.ActionUninstall)()
+		defer r.Actions.track(r.Namespace, r.Name, r.Owner.UID, status.ActionUninstall)()
 	}
 	start := time.Now()
 	err := r.uninstall(keepHistory)
