@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -195,13 +196,16 @@ func TestScopeRecordReadBack(t *testing.T) {
 	}
 	e.wait(gadgetGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 
-	// The tenant rewrites revision 1 in place with Helm's own encoding.
+	// The tenant writes a revision 2 with Helm's own encoding, as `helm
+	// upgrade` would (revision 1 superseded): a revision the operator does
+	// not vouch for (a record rewritten in place is ReleaseRecordInvalid,
+	// TestRewrittenRecordIsNotActedOn), which only the scope guards.
 	cs, err := kubernetes.NewForConfig(tu.Impersonating(cfg, e.ns, "tenant"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	records := storage.Init(driver.NewSecrets(cs.CoreV1().Secrets(e.ns)))
-	original, err := records.Get("web", 1)
+	first, err := records.Get("web", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,15 +213,20 @@ func TestScopeRecordReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forged.Version = 2
 	forged.Manifest += "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: victim\n  namespace: " + b + "\ndata:\n  a: patched\n"
-	if err := records.Update(forged); err != nil {
-		t.Fatalf("the tenant rewriting the record: %v", err)
+	first.Info.Status = helmrelease.StatusSuperseded
+	if err := records.Update(first); err != nil {
+		t.Fatalf("the tenant superseding revision 1: %v", err)
+	}
+	if err := records.Create(forged); err != nil {
+		t.Fatalf("the tenant writing revision 2: %v", err)
 	}
 
-	// The rewrite wakes the resource, and so does the periodic re-apply.
+	// The new record wakes the resource, and so does the periodic re-apply.
 	u := e.wait(gadgetGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonOutOfScope)
 	msg := conditionMessage(u, status.TypeStalled)
-	for _, want := range []string{"The record of release web revision 1 (Secret sh.helm.release.v1.web.v1)", "ConfigMap " + b + "/victim",
+	for _, want := range []string{"The record of release web revision 2 (Secret sh.helm.release.v1.web.v2)", "ConfigMap " + b + "/victim",
 		"the record does not match what the operator wrote"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Stalled message %q does not say %q", msg, want)
@@ -249,13 +258,13 @@ func TestScopeRecordReadBack(t *testing.T) {
 	})
 	unchanged("after the deletion was held")
 
-	// The record restored, the deletion goes through; B is still untouched.
-	restored, err := records.Get("web", 1)
-	if err != nil {
+	// The forged revision deleted and revision 1 deployed again, the
+	// deletion goes through; B is still untouched.
+	if err := cs.CoreV1().Secrets(e.ns).Delete(context.Background(), "sh.helm.release.v1.web.v2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	restored.Manifest = original.Manifest
-	if err := records.Update(restored); err != nil {
+	first.Info.Status = helmrelease.StatusDeployed
+	if err := records.Update(first); err != nil {
 		t.Fatal(err)
 	}
 	tu.Eventually(t, time.Minute, "the resource to be gone", func() (bool, string) {
