@@ -87,29 +87,16 @@ func useVariant(fsys filesys.FileSystem, p, variant string) error {
 	if variant != VariantTenancy && variant != VariantServiceAccounts {
 		return fmt.Errorf("unknown variant %q: %s or %s", variant, VariantTenancy, VariantServiceAccounts)
 	}
-	raw, err := fsys.ReadFile(p)
-	if err != nil {
-		return err
-	}
-	var k map[string]any
-	if err := sigsyaml.Unmarshal(raw, &k); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	resources, _ := k["resources"].([]any)
-	found := false
-	for i, r := range resources {
-		if r == "../default" {
-			resources[i], found = "../"+variant, true
+	return editKustomization(fsys, p, func(k map[string]any) error {
+		resources, _ := k["resources"].([]any)
+		for i, r := range resources {
+			if r == "../default" {
+				resources[i] = "../" + variant
+				return nil
+			}
 		}
-	}
-	if !found {
 		return fmt.Errorf("%s has no ../default resource to replace with ../%s", p, variant)
-	}
-	out, err := sigsyaml.Marshal(k)
-	if err != nil {
-		return err
-	}
-	return fsys.WriteFile(p, out)
+	})
 }
 
 // setManagerImage rewrites the `images:` entry named "controller" of the
@@ -126,7 +113,24 @@ func setManagerImage(fsys filesys.FileSystem, p, image string) error {
 	if d, ok := ref.(reference.Digested); ok {
 		entry["digest"] = d.Digest().String()
 	}
+	return editKustomization(fsys, p, func(k map[string]any) error {
+		images, _ := k["images"].([]any)
+		found := false
+		for i, im := range images {
+			if m, ok := im.(map[string]any); ok && m["name"] == managerImageName {
+				images[i], found = entry, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s has no images entry named %q to set the manager's image with", p, managerImageName)
+		}
+		return nil
+	})
+}
 
+// editKustomization reads the kustomization file at p in fsys, lets edit
+// change it in place, and writes it back.
+func editKustomization(fsys filesys.FileSystem, p string, edit func(map[string]any) error) error {
 	raw, err := fsys.ReadFile(p)
 	if err != nil {
 		return err
@@ -135,15 +139,8 @@ func setManagerImage(fsys filesys.FileSystem, p, image string) error {
 	if err := sigsyaml.Unmarshal(raw, &k); err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	images, _ := k["images"].([]any)
-	found := false
-	for i, im := range images {
-		if m, ok := im.(map[string]any); ok && m["name"] == managerImageName {
-			images[i], found = entry, true
-		}
-	}
-	if !found {
-		return fmt.Errorf("%s has no images entry named %q to set the manager's image with", p, managerImageName)
+	if err := edit(k); err != nil {
+		return err
 	}
 	out, err := sigsyaml.Marshal(k)
 	if err != nil {
