@@ -273,9 +273,21 @@ func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, plan Pla
 	done()
 	end()
 	p.Warned = take()
-	if p.Result.Observed {
-		p.Deployed = Describe(p.Result.State.Deployed)
+	if !p.Result.Observed {
+		return
 	}
+	// What the action read back is a record too: someone may have written
+	// a revision since the choke point of act, and the readiness of its
+	// objects is judged next. A read-back record out of scope is not
+	// described nor its objects read; the next pass stops at act's check.
+	if err := r.RecordsInScope(p.Result.State); err != nil {
+		p.Result.Observed = false
+		if p.RunErr == nil {
+			p.RunErr = err
+		}
+		return
+	}
+	p.Deployed = Describe(p.Result.State.Deployed)
 }
 
 // observe reads the release from the records' cache and the memo of
