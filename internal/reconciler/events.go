@@ -160,12 +160,8 @@ func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drif
 	if len(drifted) == 0 {
 		return
 	}
-	names := strings.Join(drifted[:min(len(drifted), maxDriftNames)], ", ")
-	if more := len(drifted) - maxDriftNames; more > 0 {
-		names += fmt.Sprintf(" and %d more", more)
-	}
 	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
-		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, names), maxEventNote))
+		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, someNames(drifted)), maxEventNote))
 }
 
 // skippedEvent emits the Warning event naming the objects a re-apply left
@@ -174,12 +170,17 @@ func (r *Reconciler) skippedEvent(obj *unstructured.Unstructured, rel string, sk
 	if len(skipped) == 0 {
 		return
 	}
-	names := strings.Join(skipped[:min(len(skipped), maxDriftNames)], ", ")
-	if more := len(skipped) - maxDriftNames; more > 0 {
-		names += fmt.Sprintf(" and %d more", more)
-	}
 	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReapplySkipped, status.ActionReconcile, "%s",
-		status.Bound(fmt.Sprintf("Left %d objects listed by release %s alone: %s", len(skipped), rel, names), maxEventNote))
+		status.Bound(fmt.Sprintf("Left %d objects listed by release %s alone: %s", len(skipped), rel, someNames(skipped)), maxEventNote))
+}
+
+// someNames lists the first maxDriftNames of names and counts the rest.
+func someNames(names []string) string {
+	s := strings.Join(names[:min(len(names), maxDriftNames)], ", ")
+	if more := len(names) - maxDriftNames; more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // crdsEvent emits the Normal event naming the CRDs a run created or updated.
