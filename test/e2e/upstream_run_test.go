@@ -1,0 +1,439 @@
+//go:build e2e
+
+// The operator of a scratch project (upstream_project_test.go) running as a
+// ServiceAccount bound to exactly the roles the command generated, and what
+// a user sees of a release of an upstream chart: its resource's status,
+// `helm list`, its objects, and nothing of it left after the resource is
+// deleted.
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
+)
+
+// upstreamSA is the ServiceAccount the project's operator runs as (the
+// name config/rbac gives the manager's).
+const upstreamSA = "controller-manager"
+
+// upstreamRun is a namespace of the suite's cluster with the project's CRD
+// applied and its operator running there as upstreamSA, bound to nothing but
+// the generated roles: manager-role by a RoleBinding in the namespace (the
+// operator's own and the resources'), manager-cluster-role by a
+// ClusterRoleBinding.
+type upstreamRun struct {
+	t       *testing.T
+	p       *project
+	ns, dir string
+	op      *operator
+	logPath string
+	// chartCRDs are the names of the CRDs of the chart's crds/ (and its
+	// subcharts').
+	chartCRDs []string
+	// denialsAllowed: RBAC denials in the operator's log are expected (the
+	// test took a rule away); otherwise each one fails the test.
+	denialsAllowed bool
+}
+
+// start creates the namespace, applies the project's CRD, grants the roles
+// and starts the operator binary manager from the project's root (its
+// watches.yaml and helm-charts/, as in the image). Cleanup deletes the
+// kind's resources while the operator runs (their releases uninstalled),
+// stops it, and removes the namespace, the grants, the project's CRD and
+// the chart's CRDs.
+func (p *project) start(t *testing.T, manager string, namespaced, cluster []rbacv1.PolicyRule) *upstreamRun {
+	t.Helper()
+	r := &upstreamRun{t: t, p: p, ns: "up-" + rand.String(5), dir: p.dir}
+	r.chartCRDs = p.chartCRDs()
+	r.kubectl("create", "namespace", r.ns)
+	grants := []string{"clusterrole/" + r.ns + "-" + managerRole, "clusterrole/" + r.ns + "-" + managerClusterRole,
+		"clusterrolebinding/" + r.ns + "-" + managerClusterRole}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		args := append([]string{"delete", "--ignore-not-found", "--wait=false"}, grants...)
+		args = append(args, "namespace/"+r.ns, "crd/"+p.gvr.GroupResource().String())
+		for _, c := range r.chartCRDs {
+			args = append(args, "crd/"+c)
+		}
+		if out, err := suite.cp.Kubectl(ctx, args...); err != nil {
+			t.Errorf("cleaning up: %v\n%s", err, out)
+		}
+	})
+	r.kubectl("apply", "--server-side", "-f", p.crd)
+	r.kubectl("wait", "--for=condition=Established", "crd/"+p.gvr.GroupResource().String(), "--timeout="+deadline.String())
+
+	r.apply("grants", r.grants(namespaced, cluster))
+	r.logPath = filepath.Join(r.dir, "operator.log")
+	args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, strings.Fields(os.Getenv("E2E_OPERATOR_FLAGS"))...)
+	proc, err := controlplane.StartProcess(controlplane.Command{Name: "the operator", Binary: manager, Args: args, Dir: p.root,
+		Env: []string{"KUBECONFIG=" + saKubeconfig(t, r.dir, r.ns, upstreamSA), "WATCH_NAMESPACE=" + r.ns}, LogPath: r.logPath, KillWithParent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.op = &operator{Process: proc, logPath: r.logPath, args: args}
+	t.Logf("namespace %s; operator of %s as serviceaccount %s/%s (%d namespaced rules, %d cluster rules), pid %d, log %s",
+		r.ns, p.root, r.ns, upstreamSA, len(namespaced), len(cluster), proc.Pid(), r.logPath)
+	t.Cleanup(func() {
+		if err := r.op.stop(); err != nil {
+			t.Errorf("%v (operator log: %s)", err, r.logPath)
+		}
+		r.checkDenials()
+	})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if out, err := suite.cp.Kubectl(ctx, "delete", p.gvr.GroupResource().String(), "--all", "-n", r.ns, "--timeout=90s"); err != nil {
+			t.Errorf("deleting the test's resources (the operator uninstalls their releases): %v\n%s(operator log: %s)", err, out, r.logPath)
+		}
+	})
+	return r
+}
+
+// grants is the ServiceAccount and the generated roles bound to it, as one
+// manifest. The roles are ClusterRoles (as config/rbac has them) named
+// after the namespace, so that tests do not share them.
+func (r *upstreamRun) grants(namespaced, cluster []rbacv1.PolicyRule) string {
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: upstreamSA, Namespace: r.ns}}
+	objs := []any{
+		map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": upstreamSA, "namespace": r.ns}},
+		rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: r.ns + "-" + managerRole}, Rules: namespaced},
+		rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: managerRole, Namespace: r.ns}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.ns + "-" + managerRole}},
+		rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: r.ns + "-" + managerClusterRole}, Rules: cluster},
+		rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: r.ns + "-" + managerClusterRole}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: r.ns + "-" + managerClusterRole}},
+	}
+	var docs []string
+	for _, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	return strings.Join(docs, "---\n")
+}
+
+// checkDenials fails the test for each RBAC denial of the ServiceAccount in
+// the operator's log, even one the operator only logged (an informer's list
+// or watch): the generated roles must be complete.
+func (r *upstreamRun) checkDenials() {
+	if r.denialsAllowed {
+		return
+	}
+	b, err := os.ReadFile(r.logPath)
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	user := "system:serviceaccount:" + r.ns + ":" + upstreamSA
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, user) && strings.Contains(line, "cannot") {
+			r.t.Errorf("the operator was denied what the generated roles should grant: %s", line)
+		}
+	}
+}
+
+// chartCRDs are the names of the CRDs in the crds/ of the kind's chart (the
+// watches.yaml entry's) and of its subcharts.
+func (p *project) chartCRDs() []string {
+	p.t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.root, "watches.yaml"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var entries []struct{ Group, Kind, Chart string }
+	if err := yaml.Unmarshal(b, &entries); err != nil {
+		p.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Kind != p.kind || e.Group != p.gvr.Group {
+			continue
+		}
+		ch, err := loader.Load(filepath.Join(p.root, e.Chart))
+		if err != nil {
+			p.t.Fatalf("loading the chart of %s: %v", p.kind, err)
+		}
+		var names []string
+		for _, f := range ch.CRDObjects() {
+			for _, doc := range strings.Split(string(f.File.Data), "\n---") {
+				var c struct {
+					Kind     string
+					Metadata struct{ Name string }
+				}
+				if yaml.Unmarshal([]byte(doc), &c) == nil && c.Kind == "CustomResourceDefinition" {
+					names = append(names, c.Metadata.Name)
+				}
+			}
+		}
+		return names
+	}
+	p.t.Fatalf("watches.yaml has no entry of %s %s", p.gvr.Group, p.kind)
+	return nil
+}
+
+func (r *upstreamRun) kubectl(args ...string) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline+30*time.Second)
+	defer cancel()
+	out, err := suite.cp.Kubectl(ctx, append([]string{"-n", r.ns}, args...)...)
+	if err != nil {
+		r.t.Fatalf("%v\n%s\noperator log: %s", err, out, r.logPath)
+	}
+	return out
+}
+
+func (r *upstreamRun) apply(name, manifest string) {
+	r.t.Helper()
+	p := filepath.Join(r.dir, name+".yaml")
+	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.kubectl("apply", "-f", p)
+}
+
+// get reads the resource name of the project's kind.
+func (r *upstreamRun) get(ctx context.Context, name string) (*nginx, error) {
+	u, err := suite.dyn.Resource(r.p.gvr).Namespace(r.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	n := &nginx{}
+	return n, fromUnstructured(u, n)
+}
+
+// wait polls the resource name until cond holds, and returns it; it fails
+// after deadline with what it last saw, or at once if the operator exited.
+func (r *upstreamRun) wait(name, what string, cond func(*nginx) bool) *nginx {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	last := ""
+	for {
+		if err := r.op.exited(); err != nil {
+			r.t.Fatalf("waiting for %s: %v\nlast seen: %s\noperator log: %s", what, err, last, r.logPath)
+		}
+		n, err := r.get(ctx, name)
+		if err == nil && cond(n) {
+			return n
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = n.String()
+		}
+		select {
+		case <-ctx.Done():
+			r.t.Fatalf("waiting for %s: not within %s; last seen: %s\noperator log: %s", what, deadline, last, r.logPath)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// settled: the status describes the current generation and the operator
+// is no longer working on it (Ready True, or False for a reason that holds).
+func settled(n *nginx) bool {
+	rc := n.cond("Reconciling")
+	return n.Status.ObservedGeneration == n.Metadata.Generation && n.cond("Ready") != nil &&
+		n.cond("Ready").ObservedGeneration == n.Metadata.Generation && (rc == nil || rc.Status == metav1.ConditionFalse)
+}
+
+// helmRelease is the release of `helm list` in the namespace named name.
+type helmListed struct {
+	Name, Namespace, Status, Chart, Revision string
+}
+
+func (r *upstreamRun) helmList() []helmListed {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	out, err := suite.cp.Helm(ctx, "list", "-n", r.ns, "--all", "-o", "json")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var l []helmListed
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		r.t.Fatalf("helm list -o json: %v\n%s", err, out)
+	}
+	return l
+}
+
+// releaseObjects are the objects of the release's manifest and of its
+// hooks, read with `helm get` while the release exists; namespaced ones
+// without a namespace are in the release's.
+func (r *upstreamRun) releaseObjects(release string) (manifest, hooks []*unstructured.Unstructured) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	read := func(what string) []*unstructured.Unstructured {
+		out, err := suite.cp.Helm(ctx, "get", what, release, "-n", r.ns)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		objs, err := manifestObjects(out)
+		if err != nil {
+			r.t.Fatalf("helm get %s %s: %v", what, release, err)
+		}
+		return objs
+	}
+	return read("manifest"), read("hooks")
+}
+
+// objectRef names an object of a release, with where the API server keeps it.
+type objectRef struct {
+	obj        *unstructured.Unstructured
+	mapping    *meta.RESTMapping
+	namespaced bool
+}
+
+func (o objectRef) String() string {
+	if o.namespaced {
+		return fmt.Sprintf("%s %s/%s", o.obj.GetKind(), o.obj.GetNamespace(), o.obj.GetName())
+	}
+	return fmt.Sprintf("%s %s (cluster-scoped)", o.obj.GetKind(), o.obj.GetName())
+}
+
+// refs maps objs to their resources; a namespaced object without a
+// namespace is in the release's namespace.
+func (r *upstreamRun) refs(objs []*unstructured.Unstructured) []objectRef {
+	r.t.Helper()
+	e := &env{t: r.t, ns: r.ns}
+	mapper, err := e.restMapper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []objectRef
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			r.t.Fatalf("%s %s: %v", gvk, u.GetName(), err)
+		}
+		ref := objectRef{obj: u, mapping: m, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}
+		if ref.namespaced && u.GetNamespace() == "" {
+			u.SetNamespace(r.ns)
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+// exists reports whether the object is in the cluster (and not being
+// deleted).
+func (o objectRef) exists(ctx context.Context) (bool, error) {
+	res := suite.dyn.Resource(o.mapping.Resource)
+	var (
+		u   *unstructured.Unstructured
+		err error
+	)
+	if o.namespaced {
+		u, err = res.Namespace(o.obj.GetNamespace()).Get(ctx, o.obj.GetName(), metav1.GetOptions{})
+	} else {
+		u, err = res.Get(ctx, o.obj.GetName(), metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return u.GetDeletionTimestamp() == nil, nil
+}
+
+// eventually polls check until it returns true, failing after deadline.
+func (r *upstreamRun) eventually(what string, check func(ctx context.Context) (bool, string)) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	last := ""
+	for {
+		ok, obs := check(ctx)
+		if ok {
+			return
+		}
+		last = obs
+		select {
+		case <-ctx.Done():
+			r.t.Fatalf("waiting for %s: not within %s; last seen: %s\noperator log: %s", what, deadline, last, r.logPath)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// deleteAndCheckGone deletes the resource name, waits until it is gone
+// (the operator uninstalled its release and removed its finalizer), then
+// checks that its release's records and every object of its manifest and
+// hooks are gone, cluster-scoped ones included, and that the CRDs of the
+// chart's crds/ stay (Helm's rule: an uninstall never deletes a CRD).
+func (r *upstreamRun) deleteAndCheckGone(name string, manifest, hooks []*unstructured.Unstructured) {
+	r.t.Helper()
+	r.kubectl("delete", r.p.gvr.GroupResource().String()+"/"+name, "--timeout="+deadline.String())
+	r.eventually("release "+name+"'s records deleted", func(ctx context.Context) (bool, string) {
+		l, err := suite.kube.CoreV1().Secrets(r.ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, s := range l.Items {
+			names = append(names, s.Name)
+		}
+		return len(names) == 0, "release Secrets: " + strings.Join(names, ", ")
+	})
+	if l := r.helmList(); len(l) != 0 {
+		r.t.Errorf("helm list -n %s --all after the resource's deletion: %v, want nothing", r.ns, l)
+	}
+	all := append(r.refs(manifest), r.refs(hooks)...)
+	r.eventually(fmt.Sprintf("the release's %d objects deleted", len(all)), func(ctx context.Context) (bool, string) {
+		var left []string
+		for _, o := range all {
+			ok, err := o.exists(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			if ok {
+				left = append(left, o.String())
+			}
+		}
+		return len(left) == 0, "still there: " + strings.Join(left, ", ")
+	})
+	cluster := slices.DeleteFunc(slices.Clone(all), func(o objectRef) bool { return o.namespaced })
+	r.t.Logf("after the uninstall: the release's records and its %d objects (%d cluster-scoped) are gone", len(all), len(cluster))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	for _, c := range r.chartCRDs {
+		crd, err := suite.dyn.Resource(crdGVR).Get(ctx, c, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			r.t.Errorf("the chart's CRD %s after the uninstall: %v; an uninstall keeps the CRDs of crds/ (Helm's rule)", c, err)
+		case crd.GetDeletionTimestamp() != nil:
+			r.t.Errorf("the chart's CRD %s is being deleted; an uninstall keeps the CRDs of crds/ (Helm's rule)", c)
+		}
+	}
+	if len(r.chartCRDs) > 0 {
+		r.t.Logf("the chart's %d CRDs of crds/ stay, as Helm keeps them (the test deletes them)", len(r.chartCRDs))
+	}
+}
