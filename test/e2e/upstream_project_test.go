@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -244,6 +245,40 @@ func (p *project) build() string {
 	bin := filepath.Join(p.root, "bin", "manager")
 	p.run("go", "build", "-o", bin, ".")
 	return bin
+}
+
+// managerEnv is the environment config/manager gives the manager's
+// container, the variables with a literal value (the RELATED_IMAGE_*
+// operand images, which watches.yaml's overrideValues pass to the charts),
+// as `make deploy` would run it.
+func (p *project) managerEnv() []string {
+	p.t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(p.root, "config", "manager"))
+	if err != nil {
+		p.t.Fatalf("kustomize build config/manager: %v", err)
+	}
+	var env []string
+	for _, r := range res.Resources() {
+		if r.GetKind() != "Deployment" {
+			continue
+		}
+		b, err := r.AsYAML()
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal(b, &d); err != nil {
+			p.t.Fatal(err)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.ValueFrom == nil {
+					env = append(env, e.Name+"="+e.Value)
+				}
+			}
+		}
+	}
+	return env
 }
 
 // Names of the generated manager roles (config/rbac).

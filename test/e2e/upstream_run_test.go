@@ -46,6 +46,8 @@ type upstreamRun struct {
 	ns, dir string
 	op      *operator
 	logPath string
+	// user is the operator's identity, as RBAC denials name it.
+	user string
 	// chartCRDs are the names of the CRDs of the chart's crds/ (and its
 	// subcharts').
 	chartCRDs []string
@@ -56,13 +58,15 @@ type upstreamRun struct {
 
 // start creates the namespace, applies the project's CRD, grants the roles
 // and starts the operator binary manager from the project's root (its
-// watches.yaml and helm-charts/, as in the image). Cleanup deletes the
+// watches.yaml and helm-charts/, as in the image), with the environment
+// config/manager gives it. Cleanup deletes the
 // kind's resources while the operator runs (their releases uninstalled),
 // stops it, and removes the namespace, the grants, the project's CRD and
 // the chart's CRDs.
 func (p *project) start(t *testing.T, manager string, namespaced, cluster []rbacv1.PolicyRule) *upstreamRun {
 	t.Helper()
 	r := &upstreamRun{t: t, p: p, ns: "up-" + rand.String(5), dir: p.dir}
+	r.user = "system:serviceaccount:" + r.ns + ":" + upstreamSA
 	r.chartCRDs = p.chartCRDs()
 	r.kubectl("create", "namespace", r.ns)
 	grants := []string{"clusterrole/" + r.ns + "-" + managerRole, "clusterrole/" + r.ns + "-" + managerClusterRole,
@@ -86,7 +90,7 @@ func (p *project) start(t *testing.T, manager string, namespaced, cluster []rbac
 	r.logPath = filepath.Join(r.dir, "operator.log")
 	args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, strings.Fields(os.Getenv("E2E_OPERATOR_FLAGS"))...)
 	proc, err := controlplane.StartProcess(controlplane.Command{Name: "the operator", Binary: manager, Args: args, Dir: p.root,
-		Env: []string{"KUBECONFIG=" + saKubeconfig(t, r.dir, r.ns, upstreamSA), "WATCH_NAMESPACE=" + r.ns}, LogPath: r.logPath, KillWithParent: true})
+		Env: append(p.managerEnv(), "KUBECONFIG="+saKubeconfig(t, r.dir, r.ns, upstreamSA), "WATCH_NAMESPACE="+r.ns), LogPath: r.logPath, KillWithParent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +154,8 @@ func (r *upstreamRun) checkDenials() {
 		r.t.Error(err)
 		return
 	}
-	user := "system:serviceaccount:" + r.ns + ":" + upstreamSA
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, user) && strings.Contains(line, "cannot") {
+		if strings.Contains(line, r.user) && strings.Contains(line, "cannot") {
 			r.t.Errorf("the operator was denied what the generated roles should grant: %s", line)
 		}
 	}
