@@ -66,6 +66,13 @@ func TestUpstreamChartInstalledByOLM(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), olmDeadline)
 		defer cancel()
+		// A resource left by a failed test waits on the finalizer of a
+		// manager that is gone.
+		list, _ := suite.cp.Kubectl(ctx, "get", p.gvr.GroupResource().String(), "-A", "--ignore-not-found", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}`)
+		for _, nn := range strings.Fields(list) {
+			ns, name, _ := strings.Cut(nn, "/")
+			_, _ = suite.cp.Kubectl(ctx, "patch", p.gvr.GroupResource().String(), name, "-n", ns, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		}
 		args := []string{"delete", "crd", p.gvr.GroupResource().String(), "--ignore-not-found", "--wait=true"}
 		if out, err := suite.cp.Kubectl(ctx, append(args, p.chartCRDs()...)...); err != nil {
 			t.Errorf("deleting the project's and the chart's CRDs: %v\n%s", err, out)
@@ -97,6 +104,15 @@ func TestUpstreamChartInstalledByOLM(t *testing.T) {
 	m := o.startManager(apps, dep, sa, "manager.log")
 	r := &upstreamRun{t: t, p: p, ns: apps.ns, dir: apps.dir, op: m, logPath: m.logPath,
 		user: "system:serviceaccount:" + olmInstallNamespace + ":" + sa, chartCRDs: p.chartCRDs()}
+	// Before the manager stops: what a failed test left is uninstalled.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if m.Exited() == nil {
+			_, _ = suite.cp.Kubectl(ctx, "delete", p.gvr.GroupResource().String(), "--all", "-n", apps.ns, "--timeout=90s")
+		}
+		r.sweep()
+	})
 	name := p.sampleName()
 	r.kubectl("apply", "-f", p.sample)
 	n := r.wait(name, "the sample "+name+" settled", settled)

@@ -25,7 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
@@ -56,7 +59,7 @@ type upstreamRun struct {
 	denialsAllowed bool
 }
 
-// start creates the namespace, applies the project's CRD, grants the roles
+// start creates the namespace, installs the project's CRDs, grants the roles
 // and starts the operator binary manager from the project's root (its
 // watches.yaml and helm-charts/, as in the image), with the environment
 // config/manager gives it. Cleanup deletes the
@@ -74,17 +77,21 @@ func (p *project) start(t *testing.T, manager string, namespaced, cluster []rbac
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		defer cancel()
-		args := append([]string{"delete", "--ignore-not-found", "--wait=false"}, grants...)
-		args = append(args, "namespace/"+r.ns, "crd/"+p.gvr.GroupResource().String())
+		// The CRDs are gone before the next test, which may install them
+		// again; the namespace goes in the background, as newEnv's.
+		args := append([]string{"delete", "--ignore-not-found", "--wait=true"}, grants...)
+		args = append(args, "crd/"+p.gvr.GroupResource().String())
 		for _, c := range r.chartCRDs {
 			args = append(args, "crd/"+c)
 		}
 		if out, err := suite.cp.Kubectl(ctx, args...); err != nil {
 			t.Errorf("cleaning up: %v\n%s", err, out)
 		}
+		if out, err := suite.cp.Kubectl(ctx, "delete", "namespace", r.ns, "--wait=false"); err != nil {
+			t.Errorf("cleaning up: %v\n%s", err, out)
+		}
 	})
-	r.kubectl("apply", "--server-side", "-f", p.crd)
-	r.kubectl("wait", "--for=condition=Established", "crd/"+p.gvr.GroupResource().String(), "--timeout="+deadline.String())
+	r.installCRDs()
 
 	r.apply("grants", r.grants(namespaced, cluster))
 	r.logPath = filepath.Join(r.dir, "operator.log")
@@ -102,6 +109,7 @@ func (p *project) start(t *testing.T, manager string, namespaced, cluster []rbac
 			t.Errorf("%v (operator log: %s)", err, r.logPath)
 		}
 		r.checkDenials()
+		r.sweep()
 	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -159,6 +167,35 @@ func (r *upstreamRun) checkDenials() {
 			r.t.Errorf("the operator was denied what the generated roles should grant: %s", line)
 		}
 	}
+}
+
+// installCRDs does what `make install` does for the CRDs the cluster does
+// not have yet (the project's new kind, and any the command put in
+// config/crd): kustomize build config/crd, applied.
+func (r *upstreamRun) installCRDs() {
+	r.t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(r.p.root, "config", "crd"))
+	if err != nil {
+		r.t.Fatalf("kustomize build config/crd: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	var docs, names []string
+	for _, res := range res.Resources() {
+		if _, err := suite.dyn.Resource(crdGVR).Get(ctx, res.GetName(), metav1.GetOptions{}); err == nil {
+			continue // the suite's (TestMain applied config/crd/bases)
+		}
+		b, err := res.AsYAML()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		docs, names = append(docs, string(b)), append(names, "crd/"+res.GetName())
+	}
+	if !slices.Contains(names, "crd/"+r.p.gvr.GroupResource().String()) {
+		r.t.Fatalf("kustomize build config/crd has no CRD %s, or the cluster has it already", r.p.gvr.GroupResource())
+	}
+	r.apply("crds", strings.Join(docs, "---\n"))
+	r.kubectl(append([]string{"wait", "--for=condition=Established", "--timeout=" + deadline.String()}, names...)...)
 }
 
 // chartCRDs are the names of the CRDs in the crds/ of the kind's chart (the
@@ -438,5 +475,38 @@ func (r *upstreamRun) deleteAndCheckGone(name string, manifest, hooks []*unstruc
 	}
 	if len(r.chartCRDs) > 0 {
 		r.t.Logf("the chart's %d CRDs of crds/ stay, as Helm keeps them (the test deletes them)", len(r.chartCRDs))
+	}
+}
+
+// leftoverKinds are the cluster-scoped kinds the upstream charts create.
+var leftoverKinds = []schema.GroupVersionResource{
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+	{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"},
+}
+
+// sweep deletes, as the admin, the cluster-scoped objects of the
+// namespace's releases that are left once the operator stopped (a test that
+// failed before its uninstall, or an uninstall that failed): a webhook
+// configuration left behind would refuse or slow the later tests' requests.
+// Each one removed is logged; after a passing test there is none.
+func (r *upstreamRun) sweep() {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	for _, gvr := range leftoverKinds {
+		l, err := suite.dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: "helmapp.io/managed-by=helm-app-operator"})
+		if err != nil {
+			r.t.Errorf("listing %s left by the test: %v", gvr.Resource, err)
+			continue
+		}
+		for _, u := range l.Items {
+			if u.GetAnnotations()["meta.helm.sh/release-namespace"] != r.ns {
+				continue
+			}
+			err := suite.dyn.Resource(gvr).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+			r.t.Logf("removed %s %s, left by release %s (%v)", gvr.Resource, u.GetName(), u.GetAnnotations()["meta.helm.sh/release-name"], err)
+		}
 	}
 }
