@@ -272,9 +272,6 @@ func resolveDependencies(dir, base string, settings *cli.EnvSettings, plainHTTP 
 		RegistryClient:   rc,
 		RepositoryConfig: settings.RepositoryConfig,
 		RepositoryCache:  settings.RepositoryCache,
-		// The repositories the dependencies name are read as they are; there
-		// is no `helm repo` list to refresh.
-		SkipUpdate: true,
 	}
 	if err := m.Build(); err != nil {
 		return fmt.Errorf("dependencies of %s: %w", ch.Name(), err)
