@@ -65,13 +65,29 @@ type candidate struct {
 
 const envPlaceholder = "RELATED_IMAGE_CHARTKIT_PROBE"
 
-// Override templates: each cuts one part out of the reference in $V.
+// Override templates: each cuts one part out of the reference in $V. The
+// templates fall back to the chart's default of their value (orDefault) while
+// the variable is unset, e.g. under `make run`, as our charts fall back to
+// image.repository and image.tag when image.reference is empty.
 const (
 	tmplRegistry         = `{{ regexFind "^[^/]+" "$V" }}`
 	tmplRepository       = `{{ regexReplaceAll ":[^:/]+$" "$V" "" }}`
 	tmplRepositoryNoHost = `{{ regexReplaceAll "^[^/]+/" (regexReplaceAll ":[^:/]+$" "$V" "") "" }}`
 	tmplTag              = `{{ regexFind ":[^:/]+$" "$V" | trimPrefix ":" }}`
+	tmplWhole            = `{{ "$V" }}`
 )
+
+// orDefault makes an override template yield def when it yields nothing.
+func orDefault(tmpl string, def any) string {
+	s := ""
+	if def != nil {
+		s = fmt.Sprint(def)
+	}
+	if s == "" {
+		return tmpl
+	}
+	return strings.TrimSuffix(tmpl, " }}") + fmt.Sprintf(" | default %q }}", s)
+}
 
 // candidates walks the chart's default values (subcharts' included, under
 // their names) for image values.
@@ -83,7 +99,9 @@ func candidates(ch *chart.Chart) ([]candidate, error) {
 	var out []candidate
 	var walk func(path string, v any, key string)
 	walk = func(path string, v any, key string) {
-		with := func(tmpl string) string { return strings.ReplaceAll(tmpl, "$V", "$"+envPlaceholder) }
+		with := func(tmpl string, def any) string {
+			return orDefault(strings.ReplaceAll(tmpl, "$V", "$"+envPlaceholder), def)
+		}
 		switch t := v.(type) {
 		case map[string]any:
 			if _, ok := t["reference"].(string); ok {
@@ -101,17 +119,17 @@ func candidates(ch *chart.Chart) ([]candidate, error) {
 				c := candidate{path: path}
 				switch {
 				case tagKey == "":
-					c.overrides = []override{{join(path, "repository"), "$" + envPlaceholder}}
+					c.overrides = []override{{join(path, "repository"), with(tmplWhole, repo)}}
 				case t["registry"] != nil:
 					c.overrides = []override{
-						{join(path, "registry"), with(tmplRegistry)},
-						{join(path, "repository"), with(tmplRepositoryNoHost)},
-						{join(path, tagKey), with(tmplTag)},
+						{join(path, "registry"), with(tmplRegistry, t["registry"])},
+						{join(path, "repository"), with(tmplRepositoryNoHost, repo)},
+						{join(path, tagKey), with(tmplTag, t[tagKey])},
 					}
 				default:
 					c.overrides = []override{
-						{join(path, "repository"), with(tmplRepository)},
-						{join(path, tagKey), with(tmplTag)},
+						{join(path, "repository"), with(tmplRepository, repo)},
+						{join(path, tagKey), with(tmplTag, t[tagKey])},
 					}
 				}
 				out = append(out, c)
@@ -128,7 +146,7 @@ func candidates(ch *chart.Chart) ([]candidate, error) {
 		case string:
 			lk := strings.ToLower(key)
 			if t != "" && (lk == "image" || strings.HasSuffix(lk, "image")) && looksLikeImage(t) {
-				out = append(out, candidate{path, []override{{path, "$" + envPlaceholder}}})
+				out = append(out, candidate{path, []override{{path, with(tmplWhole, t)}}})
 			}
 		}
 	}

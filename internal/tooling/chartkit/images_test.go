@@ -96,9 +96,16 @@ func TestImagesMapToRelatedImages(t *testing.T) {
 		}
 	}
 
-	for _, form := range []string{"tag", "digest"} {
+	defaults := map[string]string{"own": "docker.io/library/own:2.0.0", "pair": "ghcr.io/team/pair:v3",
+		"sidecar": "registry.k8s.io/sidecar:v0.1", "split": "quay.io/team/split:1.0"}
+	for _, form := range []string{"tag", "digest", "unset"} {
 		env := map[string]string{}
 		for i, im := range want {
+			if form == "unset" {
+				// The chart's defaults apply, as without the overrides.
+				env[im.Env] = ""
+				continue
+			}
 			env[im.Env] = "mirror.example/m" + string(rune('a'+i)) + "/img:t" + string(rune('a'+i))
 			if form == "digest" {
 				env[im.Env] = "mirror.example/m" + string(rune('a'+i)) + "/img@sha256:" + strings.Repeat(string(rune('a'+i)), 64)
@@ -131,8 +138,12 @@ func TestImagesMapToRelatedImages(t *testing.T) {
 			}
 		}
 		for deploy, envName := range map[string]string{"own": "RELATED_IMAGE_SHAPES", "pair": "RELATED_IMAGE_SHAPES_2", "sidecar": "RELATED_IMAGE_SHAPES_3", "split": "RELATED_IMAGE_SHAPES_4"} {
-			if got[deploy] != env[envName] {
-				t.Errorf("%s: Deployment %s runs %q, want %s's %q", form, deploy, got[deploy], envName, env[envName])
+			want := env[envName]
+			if form == "unset" {
+				want = defaults[deploy]
+			}
+			if got[deploy] != want {
+				t.Errorf("%s: Deployment %s runs %q, want %s's %q", form, deploy, got[deploy], envName, want)
 			}
 		}
 	}
