@@ -28,7 +28,7 @@ type Kind struct {
 	Group, Version, Kind string
 	Resource             string
 	Namespaced           bool
-	Where                string
+	Found                string
 }
 
 // CR names the custom resource whose chart it is.
