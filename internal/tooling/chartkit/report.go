@@ -88,12 +88,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintln(w, "  make demo               # run the operator on the samples on a local cluster")
 }
 
-// clusterKinds names the cluster-scoped kinds the chart creates.
+// clusterKinds names the cluster-scoped kinds the chart creates (an
+// unresolved kind's scope is unknown; it is reported as unresolved).
 func clusterKinds(n *chartrbac.Needs) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, k := range n.Kinds {
-		if !k.Namespaced && !seen[k.Kind] {
+		if !k.Namespaced && k.Resource != "" && !seen[k.Kind] {
 			seen[k.Kind] = true
 			out = append(out, k.Kind)
 		}
