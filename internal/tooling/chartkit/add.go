@@ -104,6 +104,9 @@ func Add(opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Names: names, Source: opts.Source.String(), ChartVersion: fetched.Metadata.Version}
+	if err := renameFiles(root, names); err != nil {
+		return nil, err
+	}
 	if err := addFiles(root, names, staged, rep); err != nil {
 		return nil, err
 	}
@@ -172,6 +175,36 @@ func checkConflicts(root string, k kindNames, src Source) error {
 	if _, err := os.Stat(dest); err == nil && !known {
 		if abs, err := filepath.Abs(src.Chart); err != nil || abs != dest {
 			return fmt.Errorf("%s exists and no kind of watches.yaml uses it; move it away first (the command replaces the folders it vendored only)", k.Chart)
+		}
+	}
+	return nil
+}
+
+// renameFiles removes the files named after the kind's former group or
+// version when an add moves an existing kind to new ones: its CRD's
+// kustomization entry (crdgen.Sync removes the CRD file itself) and its
+// sample, which addFiles then writes anew under the new name.
+func renameFiles(root string, k kindNames) error {
+	entries, err := readWatches(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Kind != k.Kind || (e.Group == k.Group && e.Version == k.Version) {
+			continue
+		}
+		old := k
+		old.Group, old.Version = e.Group, e.Version
+		if _, err := removeResource(filepath.Join(root, crdKustomization), "bases/"+old.crdFile()); err != nil {
+			return err
+		}
+		if old.sampleFile() != k.sampleFile() {
+			if _, err := removeIfExists(filepath.Join(root, old.samplePath())); err != nil {
+				return err
+			}
+			if _, err := removeResource(filepath.Join(root, samplesKustomization), old.sampleFile()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

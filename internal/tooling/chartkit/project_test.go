@@ -206,3 +206,18 @@ func TestAddRefusesConflicts(t *testing.T) {
 	}
 	_ = before
 }
+
+// TestAddMovesAKindToAnotherGroup: adding an existing kind with another
+// group and version leaves nothing named after the old ones: the project is
+// the one a first add with the new names makes.
+func TestAddMovesAKindToAnotherGroup(t *testing.T) {
+	src := appChart(t, filepath.Join(t.TempDir(), "app"), "app", "0.1.0")
+	moved := copyProject(t)
+	mustAdd(t, Options{Root: moved, Source: Source{Chart: src}, Kind: "App", Group: "first"})
+	mustAdd(t, Options{Root: moved, Source: Source{Chart: src}, Kind: "App", Group: "second.example.com", APIVersion: "v1beta1"})
+	fresh := copyProject(t)
+	mustAdd(t, Options{Root: fresh, Source: Source{Chart: src}, Kind: "App", Group: "second.example.com", APIVersion: "v1beta1"})
+	if d := treeDiff(readTree(t, fresh), readTree(t, moved)); len(d) > 0 {
+		t.Errorf("the moved kind's project differs from a fresh add's: %v", d)
+	}
+}
