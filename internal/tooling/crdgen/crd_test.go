@@ -244,7 +244,17 @@ func TestCRDValidatesConvertedShapes(t *testing.T) {
 	    "size": {"type": ["integer", "string"], "default": "10%", "pattern": "^[0-9]+%$"},
 	    "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.5},
 	    "mode": {"type": "string", "const": "on", "default": "on", "title": "Mode"},
-	    "site": {"type": "string", "format": "uri", "maxLength": 200}
+	    "site": {"type": "string", "format": "uri", "maxLength": 200},
+	    "union": {"type": ["object", "string", "null"], "description": "Degraded.", "default": "x"},
+	    "onlyNull": {"type": "null"},
+	    "ipOrName": {"type": "string", "oneOf": [{"format": "ipv4"}, {"pattern": "^[a-z]+$"}], "default": "a"},
+	    "percent": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[0-9]+%$"}, {"type": "null"}]},
+	    "merged": {"allOf": [{"$ref": "#/definitions/port"}, {"maximum": 1024}]},
+	    "byPattern": {"type": "object", "patternProperties": {".*": {"type": "integer"}}},
+	    "mixed": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+	    "tuple": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+	    "cond": {"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}},
+	    "remote": {"$ref": "https://example.com/x.json"}
 	  }
 	}`
 	w := watches.Watch{
@@ -293,9 +303,9 @@ func TestCRDErrors(t *testing.T) {
 	}{
 		{"chart not loaded", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "K"}}, "not loaded"},
 		{"no group", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "K"}, Chart: ok}, "needs a group"},
-		{"bad schema", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "K"}, ChartPath: "charts/c",
-			Chart: &chart.Chart{Metadata: ok.Metadata, Schema: []byte(`{"type": "object", "properties": {"a": {"oneOf": []}}}`)}},
-			`g/v1, Kind=K: chart charts/c: values.a: keyword "oneOf"`},
+		{"not a schema", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "K"}, ChartPath: "charts/c",
+			Chart: &chart.Chart{Metadata: ok.Metadata, Schema: []byte(`{"type": "string"}`)}},
+			`g/v1, Kind=K: chart charts/c: values.schema.json must describe an object`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
