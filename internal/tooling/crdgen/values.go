@@ -60,6 +60,9 @@ func ValuesYAMLSchema(raw []byte) (*apiextensionsv1.JSONSchemaProps, []string, e
 	return &spec, notes, nil
 }
 
+// untypedHint ends the description of a value values.yaml shows no type for.
+const untypedHint = "(Any type: the chart's values.yaml leaves it empty.)"
+
 type valuesTyper struct {
 	params  map[string]string // Bitnami @param descriptions by dotted path
 	untyped []string          // paths typed as any value
@@ -83,6 +86,10 @@ func (t *valuesTyper) typeNode(path, key string, n *yaml.Node) apiextensionsv1.J
 			}
 			sub := t.typeNode(path+"."+k.Value, k.Value, v)
 			sub.Description = t.describe(path+"."+k.Value, k)
+			if sub.Type == "" && !sub.XIntOrString {
+				// kubectl explain shows a field of any type as <Object>.
+				sub.Description = strings.TrimSpace(sub.Description + " " + untypedHint)
+			}
 			p.Properties[k.Value] = sub
 		}
 		return p
