@@ -2,6 +2,7 @@ package crdgen
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/operator-framework/helm-operator-plugins/pkg/watches"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,7 +22,8 @@ import (
 
 // TestRealChartsOnTheAPIServer installs the generated CRD of each real chart
 // (three typed from values.yaml, one from its values.schema.json) in a real
-// kube-apiserver, creates a resource whose spec is the chart's whole
+// kube-apiserver (with that of paritySchema, whose every document Helm
+// accepts it must admit), creates a resource whose spec is the chart's whole
 // values.yaml (the server must accept it and prune nothing), and runs the
 // control plane's kubectl explain <plural>.spec, which must list every
 // top-level value of the chart with its type.
@@ -54,6 +59,23 @@ func TestRealChartsOnTheAPIServer(t *testing.T) {
 			gvk: schema.GroupVersionKind{Group: crd.Spec.Group, Version: "v1alpha1", Kind: r.kind}})
 	}
 
+	// And a chart whose schema uses what a CRD cannot say as such.
+	parity := watches.Watch{
+		GroupVersionKind: schema.GroupVersionKind{Group: "parity.helmapp.io", Version: "v1alpha1", Kind: "Parity"},
+		Chart:            &chart.Chart{Metadata: &chart.Metadata{Name: "parity", Version: "1.0.0"}, Schema: []byte(paritySchema)},
+	}
+	parityCRD, err := CRD(parity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Marshal(parityCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileName(parityCRD)), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	cp, err := testutil.StartAPIServer(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +87,31 @@ func TestRealChartsOnTheAPIServer(t *testing.T) {
 	})
 	c := testutil.Client(t, cp.Config)
 	ns := testutil.Namespace(t, c, "realcharts")
+
+	t.Run("DegradedSchema", func(t *testing.T) {
+		// Every values document Helm's check accepts is admitted by the real
+		// API server, nothing pruned but nulls.
+		for i, doc := range parityValues {
+			values := fromYAML(t, doc)
+			if chartutil.ValidateAgainstSingleSchema(values, []byte(paritySchema)) != nil {
+				continue
+			}
+			spec := jsonCopy(t, values)
+			name := fmt.Sprintf("doc-%d", i)
+			if err := c.Create(context.Background(), testutil.NewCR(parity.GroupVersionKind, ns, name, spec)); err != nil {
+				t.Errorf("%s: Helm accepts it, the API server does not: %v", doc, err)
+				continue
+			}
+			got, err := testutil.Get(t, c, parity.GroupVersionKind, ns, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, _, _ := unstructured.NestedMap(got.Object, "spec")
+			for _, p := range prunedPaths(spec, stored, "spec") {
+				t.Errorf("%s: the API server pruned %s", doc, p)
+			}
+		}
+	})
 
 	for _, g := range gens {
 		t.Run(g.r.kind, func(t *testing.T) {
