@@ -132,6 +132,7 @@ func specSchema(ch *chart.Chart) (*apiextensionsv1.JSONSchemaProps, []string, er
 		return nil, nil, err
 	}
 	relaxRequired(spec, ch.Values)
+	notes = append(notes, admissible(spec)...)
 	spec.Description = desc + " Omitted values take the chart's defaults."
 	return spec, notes, nil
 }

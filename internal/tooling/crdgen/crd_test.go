@@ -294,6 +294,45 @@ func TestCRDValidatesConvertedShapes(t *testing.T) {
 	}
 }
 
+// TestCRDLeavesOutWhatTheAPIServerRefuses: a default that does not fit its
+// schema (Helm never checks one) and an ECMA-only pattern would make the API
+// server refuse the whole CRD; they are left out, with a note each.
+func TestCRDLeavesOutWhatTheAPIServerRefuses(t *testing.T) {
+	raw := `{"type": "object", "properties": {
+	  "a": {"type": "integer", "default": ""},
+	  "b": {"type": "string", "pattern": "^(?!kube-).*$", "default": "x"},
+	  "c": {"type": "object", "properties": {"d": {"type": "array", "items": {"type": "string", "enum": ["x"], "default": "y"}}}},
+	  "e": {"type": "object", "properties": {"f": {"type": "string"}}, "default": {"f": 1}}
+	}}`
+	w := watches.Watch{
+		GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"},
+		Chart:            &chart.Chart{Metadata: &chart.Metadata{Name: "thing", Version: "1.0.0"}, Schema: []byte(raw)},
+	}
+	crd, err := CRD(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validateCRD(t, crd); len(errs) > 0 {
+		t.Fatalf("the apiserver would reject the CRD:\n%v", errs.ToAggregate())
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if spec.Properties["b"].Default == nil || spec.Properties["b"].Pattern != "" {
+		t.Errorf("b = %+v, want its default kept and its pattern dropped", spec.Properties["b"])
+	}
+	notes, _ := SpecNotes(w.Chart)
+	want := []string{
+		"values.a: default \"\" does not fit its own schema",
+		"values.b: pattern \"^(?!kube-).*$\" is not an RE2 regular expression",
+		"values.c.d[]: default \"y\" does not fit",
+		"values.e: default {\"f\":1} does not fit",
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(notes, "\n"), w) {
+			t.Errorf("no note %q in:\n%s", w, strings.Join(notes, "\n"))
+		}
+	}
+}
+
 func TestCRDErrors(t *testing.T) {
 	ok := &chart.Chart{Metadata: &chart.Metadata{Name: "c", Version: "1.0.0"}}
 	tests := []struct {

@@ -201,10 +201,3 @@ func prunedPaths(want, got map[string]any, prefix string) []string {
 	}
 	return out
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
