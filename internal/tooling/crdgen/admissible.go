@@ -94,7 +94,9 @@ func dropAt(spec *apiextensionsv1.JSONSchemaProps, rest string) (string, bool) {
 			if !ok {
 				return "", false
 			}
-			defer func(n *apiextensionsv1.JSONSchemaProps, name string, p *apiextensionsv1.JSONSchemaProps) { n.Properties[name] = *p }(node, m[2], &p)
+			defer func(n *apiextensionsv1.JSONSchemaProps, name string, p *apiextensionsv1.JSONSchemaProps) {
+				n.Properties[name] = *p
+			}(node, m[2], &p)
 			node, valuePath = &p, valuePath+"."+m[2]
 		case m[1] == "items":
 			if node.Items == nil || node.Items.Schema == nil {
