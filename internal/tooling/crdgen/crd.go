@@ -1,7 +1,8 @@
 // Package crdgen generates the CustomResourceDefinition of each kind in
 // watches.yaml: names from the kind, .spec from the chart's values.schema.json
-// (converted to a structural schema), and .status from the operator's status
-// contract. Output is deterministic: the same watches file and charts give
+// (converted to a structural schema that never refuses what Helm accepts;
+// what it checks less is reported by SpecNotes) or, without one, typed from
+// the chart's values.yaml, and .status from the operator's status contract. Output is deterministic: the same watches file and charts give
 // byte-identical files.
 package crdgen
 

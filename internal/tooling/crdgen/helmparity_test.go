@@ -104,3 +104,31 @@ func TestDegradedSchemaAcceptsWhatHelmAccepts(t *testing.T) {
 	}
 	t.Logf("%d documents Helm accepts, all admitted; of the others the CRD refuses %d, and lets Helm refuse the rest", helmAccepts, crdRefuses)
 }
+
+// FuzzConvertValuesSchema: whatever JSON schema a chart holds, the
+// conversion neither panics nor fails on an object schema, and the API server
+// accepts the CRD it gives.
+func FuzzConvertValuesSchema(f *testing.F) {
+	f.Add(paritySchema)
+	f.Add(`{"type": "object", "properties": {"a": {"allOf": [{"$ref": "#"}, {"anyOf": [{"type": "string"}, {"type": ["object", "null"], "patternProperties": {"x": false}}]}]}}}`)
+	f.Add(`{"properties": {"a": {"type": "array", "items": {"oneOf": [{"enum": [1, "a", null]}, {"const": {"k": 1}}]}, "uniqueItems": true, "default": [1]}}}`)
+	f.Add(`{"properties": {"a": {"type": "integer", "exclusiveMinimum": true, "minimum": "x", "default": 1.5, "enum": []}}}`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		spec, _, err := ConvertValuesSchema([]byte(raw))
+		if err != nil {
+			return
+		}
+		admissible(spec)
+		w := watches.Watch{
+			GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"},
+			Chart:            &chart.Chart{Metadata: &chart.Metadata{Name: "thing", Version: "1.0.0"}, Schema: []byte(raw)},
+		}
+		crd, err := CRD(w)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if errs := validateCRD(t, crd); len(errs) > 0 {
+			t.Fatalf("%s: the apiserver would reject the CRD:\n%v", raw, errs.ToAggregate())
+		}
+	})
+}

@@ -136,8 +136,8 @@ func (t *valuesTyper) typeNode(path, key string, n *yaml.Node) apiextensionsv1.J
 // and Helm see 1 and 1.5 alike, and a user may set 1.5 where values.yaml
 // says 1 (a ratio, a timeout in seconds, a version such as 1.3), so a number
 // is a number. The exceptions are keys named like the Kubernetes API's own
-// integer fields (ports, replicas, UIDs and GIDs, *Seconds, *Threshold,
-// *Limit, weight), which a chart passes through to a field where Kubernetes
+// integer fields (ports, replicas, counts, UIDs and GIDs, *Seconds, the
+// probes' thresholds, history and backoff limits, weight), which a chart passes through to a field where Kubernetes
 // refuses a fraction: there `kubectl explain` says integer and the CRD
 // refuses at once what the release would fail on; and the API's
 // int-or-string fields (maxUnavailable, maxSurge, minAvailable, targetPort),
@@ -148,10 +148,10 @@ func numberType(key string) apiextensionsv1.JSONSchemaProps {
 	case "maxunavailable", "maxsurge", "minavailable", "targetport":
 		return apiextensionsv1.JSONSchemaProps{XIntOrString: true,
 			AnyOf: []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}}
-	case "replicas", "replicacount", "runasuser", "runasgroup", "fsgroup", "weight":
+	case "runasuser", "runasgroup", "fsgroup", "weight":
 		return apiextensionsv1.JSONSchemaProps{Type: "integer"}
 	}
-	for _, suffix := range []string{"port", "seconds", "threshold", "limit", "count"} {
+	for _, suffix := range []string{"port", "seconds", "replicas", "count", "historylimit", "backofflimit", "failurethreshold", "successthreshold"} {
 		if strings.HasSuffix(k, suffix) {
 			return apiextensionsv1.JSONSchemaProps{Type: "integer"}
 		}

@@ -75,6 +75,7 @@ func TestNumberTypes(t *testing.T) {
 		"runAsUser": "integer", "fsGroup": "integer", "weight": "integer",
 		"maxUnavailable": "int-or-string", "minAvailable": "int-or-string", "maxSurge": "int-or-string",
 		"ratio": "number", "tlsMinVersion": "number", "auditInterval": "number", "logVerbosity": "number", "httpTimeout": "number",
+		"cpuLimit": "number", "cpuThreshold": "number", "minReplicas": "integer", "backoffLimit": "integer",
 	} {
 		if got := typeName(numberType(key)); got != want {
 			t.Errorf("%s: %s, want %s", key, got, want)
