@@ -132,3 +132,39 @@ func FuzzConvertValuesSchema(f *testing.F) {
 		}
 	})
 }
+
+// TestRequiredKeysValuesYAMLSets: Helm checks the schema against the chart's
+// values.yaml merged with the user's, so a required key values.yaml sets may
+// be left out of a resource; one it does not set may not.
+func TestRequiredKeysValuesYAMLSets(t *testing.T) {
+	raw := `{"type": "object", "required": ["image", "token"], "properties": {
+	  "image": {"type": "object", "required": ["repository"], "properties": {"repository": {"type": "string"}, "tag": {"type": "string"}}},
+	  "token": {"type": "string"}
+	}}`
+	values := fromYAML(t, "image: {repository: nginx}")
+	w := watches.Watch{
+		GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"},
+		Chart:            &chart.Chart{Metadata: &chart.Metadata{Name: "thing", Version: "1.0.0"}, Schema: []byte(raw), Values: values},
+	}
+	crd, err := CRD(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ spec, wantErr string }{
+		{"token: x", ""},
+		{"token: x\nimage: {tag: '1.27'}", ""},
+		{"image: {tag: '1.27'}", "spec.token"},
+	} {
+		obj := map[string]any{"apiVersion": "example.com/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "x", "namespace": "default"}, "spec": fromYAML(t, tt.spec)}
+		merged := chartutil.CoalesceTables(fromYAML(t, tt.spec), fromYAML(t, "image: {repository: nginx}"))
+		helmErr := chartutil.ValidateAgainstSingleSchema(merged, []byte(raw))
+		_, errs := admit(t, crd, obj)
+		switch {
+		case tt.wantErr == "" && (helmErr != nil || len(errs) > 0):
+			t.Errorf("%q: Helm says %v, the CRD %v; want both to accept", tt.spec, helmErr, errs.ToAggregate())
+		case tt.wantErr != "" && (helmErr == nil || len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tt.wantErr)):
+			t.Errorf("%q: Helm says %v, the CRD %v; want both to refuse %s", tt.spec, helmErr, errs.ToAggregate(), tt.wantErr)
+		}
+	}
+}
