@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/helmapp/helm-app-operator/internal/tooling/chartrbac"
+	"github.com/helmapp/helm-app-operator/internal/watches"
 )
 
 // Report is what Add or Remove did and what the author must check.
@@ -70,12 +71,15 @@ func (r *Report) Print(w io.Writer) {
 		for _, note := range n.Notes {
 			check = append(check, note)
 		}
-		if cluster := clusterKinds(n); len(cluster) > 0 || len(n.Cluster) > 0 {
-			what := "cluster-wide rules"
+		if shared := sharedObjects(n.Scope); len(shared) > 0 {
+			check = append(check, fmt.Sprintf("install mode AllNamespaces only: its releases create objects outside their namespace whose names hold no {{namespace}} (%s), "+
+				"which operators installed per namespace would share; the bundle's install modes follow", strings.Join(shared, ", ")))
+		} else if cluster := clusterKinds(n); len(cluster) > 0 || len(n.Cluster) > 0 {
+			what := "needs cluster-wide rules"
 			if len(cluster) > 0 {
-				what = "cluster-scoped objects (" + strings.Join(cluster, ", ") + ")"
+				what = "creates cluster-scoped objects (" + strings.Join(cluster, ", ") + ")"
 			}
-			check = append(check, fmt.Sprintf("the chart creates %s: the operator needs cluster-wide permissions, and the bundle's install modes follow (AllNamespaces when the objects have fixed names that two releases would share)", what))
+			check = append(check, fmt.Sprintf("the chart %s: the operator holds cluster-wide rules for them (the CSV's clusterPermissions)", what))
 		}
 	}
 	for _, note := range r.SpecNotes {
@@ -86,6 +90,24 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintln(w, "\nNext:")
 	fmt.Fprintln(w, "  make manifests bundle   # regenerate the CRDs and the OLM bundle from these files")
 	fmt.Fprintln(w, "  make demo               # run the operator on the samples on a local cluster")
+}
+
+// sharedObjects names the objects its scope lets a release create outside
+// its namespace under a name that holds no {{namespace}}: two releases in two
+// namespaces would make the same object.
+func sharedObjects(s watches.Scope) []string {
+	var out []string
+	for _, r := range append(append([]watches.ScopeRule{}, s.ClusterScoped...), s.Namespaces...) {
+		for _, name := range r.Names {
+			if !strings.Contains(name, watches.NameNamespace) {
+				out = append(out, r.Kind+" "+name)
+			}
+		}
+	}
+	if len(out) > 4 {
+		out = append(out[:4], fmt.Sprintf("%d more", len(out)-4))
+	}
+	return out
 }
 
 // clusterKinds names the cluster-scoped kinds the chart creates (an
