@@ -44,12 +44,12 @@ CHART_NAME ?=
 CHART_VERSION ?=
 KIND ?=
 GROUP ?=
-API_VERSION ?= v1alpha1
+API_VERSION ?=
 
 .PHONY: chart
-chart: ## Add a Helm chart as a new kind: CHART=dir|file.tgz|oci://...|URL KIND=K [GROUP=g] [API_VERSION=v1alpha1] [CHART_NAME=n] [CHART_VERSION=v].
-	$(GO) run ./hack/chart add --chart "$(CHART)" --kind "$(KIND)" --api-version "$(API_VERSION)" \
-		$(if $(GROUP),--group "$(GROUP)") $(if $(CHART_NAME),--name "$(CHART_NAME)") $(if $(CHART_VERSION),--chart-version "$(CHART_VERSION)") \
+chart: ## Add a Helm chart as a kind, or update a kind's chart: CHART=dir|file.tgz|oci://...|URL KIND=K [GROUP=g] [API_VERSION=v1alpha1] [CHART_NAME=n] [CHART_VERSION=v].
+	$(GO) run ./hack/chart add --chart "$(CHART)" --kind "$(KIND)" \
+		$(if $(GROUP),--group "$(GROUP)") $(if $(API_VERSION),--api-version "$(API_VERSION)") $(if $(CHART_NAME),--name "$(CHART_NAME)") $(if $(CHART_VERSION),--chart-version "$(CHART_VERSION)") \
 		$(if $(PLAIN_HTTP),--plain-http)
 
 .PHONY: chart-remove

@@ -42,8 +42,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&o.Chart, "chart", "", "a chart directory, a .tgz, oci://HOST/REPO/NAME or a chart repository URL")
 		fs.StringVar(&o.Name, "name", "", "the chart's name in the repository (with a repository URL)")
 		fs.StringVar(&o.Version, "chart-version", "", "the chart's version (required for OCI and repositories)")
-		fs.StringVar(&o.Group, "group", "", "the API group; without a dot the PROJECT domain is appended (default: the chart's name)")
-		fs.StringVar(&o.APIVersion, "api-version", chartkit.DefaultAPIVersion, "the API version of the kind")
+		fs.StringVar(&o.Group, "group", "", "the API group; without a dot the PROJECT domain is appended (default: the kind's own if it exists, else the chart's name)")
+		fs.StringVar(&o.APIVersion, "api-version", "", "the API version (default: the kind's own if it exists, else "+chartkit.DefaultAPIVersion+")")
 		fs.BoolVar(&o.PlainHTTP, "plain-http", false, "talk to the OCI registry over plain HTTP")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err

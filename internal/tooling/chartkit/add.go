@@ -16,6 +16,7 @@
 package chartkit
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -38,9 +39,10 @@ type Options struct {
 	// Root is the project's root directory.
 	Root string
 	Source
-	// Kind is the new kind; Group defaults to the chart's name (letters and
-	// digits only) and, without a dot, gets the PROJECT domain appended;
-	// APIVersion defaults to v1alpha1.
+	// Kind is the new kind. Group and APIVersion default to the kind's own
+	// when it exists (an update keeps them), else to the chart's name
+	// (letters and digits only) and v1alpha1; a group without a dot gets the
+	// PROJECT domain appended.
 	Kind, Group, APIVersion string
 	// Log receives Helm's progress lines (dependency downloads); nil
 	// discards them.
@@ -69,13 +71,6 @@ func Add(opts Options) (*Report, error) {
 	if !kindPattern.MatchString(opts.Kind) {
 		return nil, fmt.Errorf("--kind %q: want a Kubernetes kind, CamelCase starting with an upper-case letter (e.g. SealedSecrets)", opts.Kind)
 	}
-	version := opts.APIVersion
-	if version == "" {
-		version = DefaultAPIVersion
-	}
-	if !versionPattern.MatchString(version) {
-		return nil, fmt.Errorf("--api-version %q: want a Kubernetes API version such as v1alpha1, v1beta1 or v1", version)
-	}
 	log := opts.Log
 	if log == nil {
 		log = io.Discard
@@ -91,7 +86,7 @@ func Add(opts Options) (*Report, error) {
 		return nil, err
 	}
 
-	names, err := kindNamesFor(root, opts, version, fetched)
+	names, err := kindNamesFor(root, opts, fetched)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +114,22 @@ func Add(opts Options) (*Report, error) {
 }
 
 // kindNamesFor settles the kind's group, version and plural.
-func kindNamesFor(root string, opts Options, version string, ch *chart.Chart) (kindNames, error) {
-	group := opts.Group
+func kindNamesFor(root string, opts Options, ch *chart.Chart) (kindNames, error) {
+	group, version := opts.Group, opts.APIVersion
+	entries, err := readWatches(root)
+	if err != nil {
+		return kindNames{}, err
+	}
+	for _, e := range entries {
+		if e.Kind == opts.Kind {
+			group = cmp.Or(group, e.Group)
+			version = cmp.Or(version, e.Version)
+		}
+	}
+	version = cmp.Or(version, DefaultAPIVersion)
+	if !versionPattern.MatchString(version) {
+		return kindNames{}, fmt.Errorf("--api-version %q: want a Kubernetes API version such as v1alpha1, v1beta1 or v1", version)
+	}
 	if group == "" {
 		group = strings.Map(func(r rune) rune {
 			if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
