@@ -1,0 +1,251 @@
+package chartrbac
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// chartVerbs are the verbs on a kind a chart creates: Helm installs its
+// objects (create), reads them for conflicts and three-way merges (get),
+// patches them on upgrade and when the operator corrects drift (patch),
+// deletes them on uninstall or when an upgrade drops them (delete);
+// internal/readiness reads each (get) and internal/dependents lists and
+// watches their metadata for watchDependentResources (list, watch).
+// Nothing replaces an object (no update).
+var chartVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
+
+// crdVerbs are the verbs on customresourcedefinitions for a chart's crds/,
+// which the operator applies itself (internal/release/crds.go): it creates
+// the missing ones (create) and waits for them to be Established through
+// the manager's cached client (get, and list and watch for its informer).
+// It never deletes a CRD. crds.upgrade: CreateReplace also patches them.
+var crdVerbs = []string{"get", "list", "watch", "create"}
+
+// ruleSet is the rules of one role being built, each with why it is there.
+type ruleSet struct {
+	rules []rbacv1.PolicyRule
+	why   []string
+}
+
+// add appends rule, or, when an equal rule is there, adds why to it.
+func (s *ruleSet) add(rule rbacv1.PolicyRule, why string) {
+	for i, r := range s.rules {
+		if reflect.DeepEqual(r, rule) {
+			if !strings.Contains(s.why[i], why) {
+				s.why[i] += "; " + why
+			}
+			return
+		}
+	}
+	s.rules = append(s.rules, rule)
+	s.why = append(s.why, why)
+}
+
+// rules computes the Namespaced and Cluster rules of the kinds found, the
+// chart's crds/, and the chart's own roles.
+func (d *discovery) rules() {
+	var ns, cl ruleSet
+	d.kindRules(&ns, &cl)
+	if len(d.crdFiles) > 0 {
+		cl.add(rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: crdVerbs},
+			"the chart's crds/ ("+strings.Join(d.crdFiles, ", ")+"), which the operator applies before an install and never deletes")
+	}
+	d.escalation(&ns, &cl)
+	d.needs.Namespaced, d.needs.NamespacedWhy = ns.rules, ns.why
+	d.needs.Cluster, d.needs.ClusterWhy = cl.rules, cl.why
+	for _, k := range d.kindList() {
+		d.needs.Kinds = append(d.needs.Kinds, *k)
+	}
+}
+
+// kindRules gives each resolved kind the chart verbs, one rule per API
+// group and role: namespaced kinds made in the release's namespace in
+// Namespaced; cluster-scoped kinds, and namespaced ones made in other
+// namespaces, in Cluster.
+func (d *discovery) kindRules(ns, cl *ruleSet) {
+	type bucket struct {
+		resources []string
+		why       []string
+	}
+	nsGroups, clGroups := map[string]*bucket{}, map[string]*bucket{}
+	put := func(m map[string]*bucket, k *Kind, why string) {
+		b := m[k.Group]
+		if b == nil {
+			b = &bucket{}
+			m[k.Group] = b
+		}
+		if !slices.Contains(b.resources, k.Resource) {
+			b.resources = append(b.resources, k.Resource)
+		}
+		b.why = append(b.why, why)
+	}
+	for _, k := range d.kindList() {
+		if k.Resource == "" {
+			continue
+		}
+		why := k.String() + ": " + strings.Join(k.Templates, ", ")
+		switch {
+		case k.Found == "template text":
+			why += " (named in the template; no render made one)"
+		case k.Found != "defaults":
+			why += " (with " + k.Found + ")"
+		}
+		if k.Hook {
+			why += ", a hook"
+		}
+		if !k.Namespaced {
+			put(clGroups, k, why)
+			continue
+		}
+		if d.inRelease[gvkKey(k.Group, k.Version, k.Kind)] {
+			put(nsGroups, k, why)
+		}
+		if len(k.Namespaces) > 0 {
+			put(clGroups, k, why+" in namespace "+strings.Join(k.Namespaces, ", "))
+			d.note("%s is created in namespace %s, outside the release's: its rule is cluster-wide (manager-cluster-role), as RBAC cannot grant in a namespace the operator does not watch", k, strings.Join(k.Namespaces, ", "))
+		}
+	}
+	for _, pair := range []struct {
+		m   map[string]*bucket
+		set *ruleSet
+	}{{nsGroups, ns}, {clGroups, cl}} {
+		for _, g := range slices.Sorted(maps.Keys(pair.m)) {
+			b := pair.m[g]
+			slices.Sort(b.resources)
+			slices.Sort(b.why)
+			pair.set.add(rbacv1.PolicyRule{APIGroups: []string{g}, Resources: b.resources, Verbs: slices.Clone(chartVerbs)}, strings.Join(b.why, "; "))
+		}
+	}
+}
+
+// escalation gives the operator the rules of every Role and ClusterRole
+// the chart creates. Kubernetes lets a user create or update a role only
+// with permissions it holds itself (or with the escalate verb on roles),
+// and bind a role only when it holds the role's permissions (or with the
+// bind verb). The rules are included rather than escalate or bind: escalate
+// on a role lets whoever controls the role's content — here the values of
+// any resource of the kind — grant anything, while included rules are a
+// list a reviewer reads and the cluster enforces. Holding every rule of
+// the roles it binds, the operator needs no bind for them; a binding to a
+// role the chart does not create (a fixed name such as
+// system:auth-delegator) gets bind on that name alone.
+func (d *discovery) escalation(ns, cl *ruleSet) {
+	for _, rr := range d.renders {
+		rendered := map[string]bool{}
+		for _, o := range rr.Objects {
+			if o.Group == rbacv1.GroupName && (o.Kind == "Role" || o.Kind == "ClusterRole") {
+				rendered[roleKey(o.Kind, o.Namespace, o.Name)] = true
+			}
+		}
+		for _, o := range rr.Objects {
+			if o.Group != rbacv1.GroupName {
+				continue
+			}
+			switch o.Kind {
+			case "Role", "ClusterRole":
+				d.roleRules(o, ns, cl)
+			case "RoleBinding", "ClusterRoleBinding":
+				d.bindRule(o, rendered, ns, cl)
+			}
+		}
+	}
+}
+
+// roleRules adds the rules of the Role or ClusterRole o.
+func (d *discovery) roleRules(o object, ns, cl *ruleSet) {
+	var role rbacv1.ClusterRole // a Role's rules have the same shape
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.u.Object, &role); err != nil {
+		d.note("%s %s (%s) does not read as a role: %v", o.Kind, o.Name, o.Template, err)
+		return
+	}
+	name := namePattern(o.Name, o.Release)
+	set, where := cl, "cluster-wide"
+	if o.Kind == "Role" && (o.Namespace == "" || o.Namespace == probeNamespace) {
+		set, where = ns, "in the release's namespace"
+	} else if o.Kind == "Role" {
+		d.note("Role %s is created in namespace %s: the operator holds its rules cluster-wide (manager-cluster-role)", name, o.Namespace)
+	}
+	why := fmt.Sprintf("the rules of %s %s (%s), held %s because Kubernetes lets the operator create a role only with rules it holds itself", o.Kind, name, o.Template, where)
+	if role.AggregationRule != nil {
+		r := rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"escalate"}}
+		if name == o.Name {
+			r.ResourceNames = []string{o.Name}
+		}
+		cl.add(r, fmt.Sprintf("ClusterRole %s (%s) aggregates other roles: Kubernetes requires escalate to create one", name, o.Template))
+		d.note("ClusterRole %s (%s) has an aggregationRule: the operator needs escalate on it (rules computed by the cluster cannot be listed); review it", name, o.Template)
+	}
+	for _, r := range role.Rules {
+		r = *r.DeepCopy()
+		if len(r.ResourceNames) > 0 {
+			var named []string
+			for _, n := range r.ResourceNames {
+				named = append(named, namePattern(n, o.Release))
+			}
+			if !slices.Equal(named, r.ResourceNames) {
+				d.note("%s %s (%s) grants on resourceNames made from the release's name (%s): the operator's rule cannot name them, so it holds it on every name", o.Kind, name, o.Template, strings.Join(named, ", "))
+				r.ResourceNames = nil
+			}
+		}
+		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") || slices.Contains(r.NonResourceURLs, "*") {
+			d.note("%s %s (%s) grants a wildcard (%s): the operator must hold it too to create the role; review it", o.Kind, name, o.Template, ruleString(r))
+		}
+		set.add(r, why)
+	}
+}
+
+// bindRule adds bind on a role a binding of the chart refers to that the
+// same render does not create.
+func (d *discovery) bindRule(o object, rendered map[string]bool, ns, cl *ruleSet) {
+	var b rbacv1.RoleBinding // a ClusterRoleBinding has the same roleRef
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.u.Object, &b); err != nil {
+		d.note("%s %s (%s) does not read as a binding: %v", o.Kind, o.Name, o.Template, err)
+		return
+	}
+	if rendered[roleKey(b.RoleRef.Kind, o.Namespace, b.RoleRef.Name)] {
+		return
+	}
+	ref := namePattern(b.RoleRef.Name, o.Release)
+	if ref != b.RoleRef.Name {
+		d.note("%s %s (%s) binds %s %s, which the chart does not create: add a rule for binding it by hand", o.Kind, namePattern(o.Name, o.Release), o.Template, b.RoleRef.Kind, ref)
+		return
+	}
+	resource := "clusterroles"
+	set := cl
+	if b.RoleRef.Kind == "Role" {
+		resource = "roles"
+		if o.Namespace != "" && o.Namespace != probeNamespace {
+			set = cl
+		} else {
+			set = ns
+		}
+	}
+	set.add(rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{resource}, Verbs: []string{"bind"}, ResourceNames: []string{b.RoleRef.Name}},
+		fmt.Sprintf("%s %s (%s) binds %s %s, which the chart does not create: bind on that name alone, as its rules are not the chart's to list", o.Kind, namePattern(o.Name, o.Release), o.Template, b.RoleRef.Kind, b.RoleRef.Name))
+	d.note("%s %s (%s) binds %s %s, which the chart does not create: the operator gets bind on it", o.Kind, namePattern(o.Name, o.Release), o.Template, b.RoleRef.Kind, b.RoleRef.Name)
+}
+
+// roleKey names a role: a Role by namespace and name ("" is the
+// release's), a ClusterRole by name (a namespace a template sets on one
+// means nothing).
+func roleKey(kind, ns, name string) string {
+	if kind != "Role" {
+		ns = ""
+	} else if ns == probeNamespace {
+		ns = ""
+	}
+	return kind + "/" + ns + "/" + name
+}
+
+func ruleString(r rbacv1.PolicyRule) string {
+	s := fmt.Sprintf("apiGroups %v resources %v verbs %v", r.APIGroups, r.Resources, r.Verbs)
+	if len(r.NonResourceURLs) > 0 {
+		s += fmt.Sprintf(" nonResourceURLs %v", r.NonResourceURLs)
+	}
+	return s
+}
