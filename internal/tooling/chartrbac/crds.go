@@ -15,7 +15,7 @@ import (
 // subcharts' included, as the operator applies them: internal/release's
 // applyCRDs) and returns the kinds they define. It records the files, for
 // the rule that lets the operator apply them.
-func (d *discovery) chartCRDs() ([]apiKind, error) {
+func (d *explorer) chartCRDs() ([]apiKind, error) {
 	var out []apiKind
 	for _, c := range d.ch.CRDObjects() {
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(c.File.Data), 4096)

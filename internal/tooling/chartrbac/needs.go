@@ -87,15 +87,15 @@ func Discover(ch *chart.Chart) (*Needs, error) {
 	if ch == nil || ch.Metadata == nil {
 		return nil, fmt.Errorf("no chart")
 	}
-	d := &discovery{ch: ch, needs: &Needs{}, kinds: map[string]*Kind{}, inRelease: map[string]bool{}}
+	d := &explorer{ch: ch, needs: &Needs{}, kinds: map[string]*Kind{}, inRelease: map[string]bool{}}
 	if err := d.run(); err != nil {
 		return nil, err
 	}
 	return d.needs, nil
 }
 
-// discovery is one Discover's state.
-type discovery struct {
+// explorer is one Discover's state.
+type explorer struct {
 	ch      *chart.Chart
 	needs   *Needs
 	table   *kindTable
@@ -104,11 +104,13 @@ type discovery struct {
 	crdFiles []string
 	kinds    map[string]*Kind
 	order    []string
+	// firstSeen is the label of the first render of each role and binding.
+	firstSeen map[string]string
 	// inRelease holds the kinds made in the release's own namespace.
 	inRelease map[string]bool
 }
 
-func (d *discovery) run() error {
+func (d *explorer) run() error {
 	custom, err := d.chartCRDs()
 	if err != nil {
 		return err
@@ -162,7 +164,7 @@ func (d *discovery) run() error {
 }
 
 // found records that object o was made under the render labelled label.
-func (d *discovery) found(o object, label string) {
+func (d *explorer) found(o object, label string) {
 	key := gvkKey(o.Group, o.Version, o.Kind)
 	k := d.kinds[key]
 	if k == nil {
@@ -190,7 +192,7 @@ func (d *discovery) found(o object, label string) {
 }
 
 // literals adds the kinds templates name that no render made.
-func (d *discovery) literals(r *renderer) {
+func (d *explorer) literals(r *renderer) {
 	for _, l := range literals(allTemplates(d.ch, "")) {
 		if d.covered(l) {
 			continue
@@ -209,7 +211,7 @@ func (d *discovery) literals(r *renderer) {
 }
 
 // covered says whether a render already made the literal's kind.
-func (d *discovery) covered(l literal) bool {
+func (d *explorer) covered(l literal) bool {
 	for _, k := range d.kinds {
 		if k.Kind == l.Kind && (!l.HasVersion || (k.Group == l.Group && k.Version == l.Version)) {
 			return true
@@ -220,7 +222,7 @@ func (d *discovery) covered(l literal) bool {
 
 // uniqueKind finds the one group serving kind (its preferred, last-listed
 // version); false when none or several groups do.
-func (d *discovery) uniqueKind(kind string) (apiKind, bool) {
+func (d *explorer) uniqueKind(kind string) (apiKind, bool) {
 	var found []apiKind
 	groups := map[string]bool{}
 	for _, k := range d.table.byGVK {
@@ -236,21 +238,21 @@ func (d *discovery) uniqueKind(kind string) (apiKind, bool) {
 	return found[len(found)-1], true
 }
 
-func (d *discovery) note(format string, args ...any) {
+func (d *explorer) note(format string, args ...any) {
 	n := fmt.Sprintf(format, args...)
 	if !slices.Contains(d.needs.Notes, n) {
 		d.needs.Notes = append(d.needs.Notes, n)
 	}
 }
 
-func (d *discovery) unresolved(line string) {
+func (d *explorer) unresolved(line string) {
 	if !slices.Contains(d.needs.Unresolved, line) {
 		d.needs.Unresolved = append(d.needs.Unresolved, line)
 	}
 }
 
 // kindList is the kinds found, in the order found.
-func (d *discovery) kindList() []*Kind {
+func (d *explorer) kindList() []*Kind {
 	out := make([]*Kind, 0, len(d.order))
 	for _, key := range d.order {
 		out = append(out, d.kinds[key])

@@ -50,14 +50,3 @@ func ourChart(t testing.TB, name string) *chart.Chart {
 	}
 	return ch
 }
-
-func TestPrint(t *testing.T) {
-	for _, ch := range []*chart.Chart{ourChart(t, "nginx"), ourChart(t, "echo"), sealedSecrets.load(t), gatekeeper.load(t), csiDriver.load(t)} {
-		n, err := Discover(ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.MarshalIndent(n, "", " ")
-		t.Logf("%s: %s", ch.Name(), b)
-	}
-}

@@ -49,7 +49,7 @@ func (s *ruleSet) add(rule rbacv1.PolicyRule, why string) {
 
 // rules computes the Namespaced and Cluster rules of the kinds found, the
 // chart's crds/, and the chart's own roles.
-func (d *discovery) rules() {
+func (d *explorer) rules() {
 	var ns, cl ruleSet
 	d.kindRules(&ns, &cl)
 	if len(d.crdFiles) > 0 {
@@ -68,7 +68,7 @@ func (d *discovery) rules() {
 // group and role: namespaced kinds made in the release's namespace in
 // Namespaced; cluster-scoped kinds, and namespaced ones made in other
 // namespaces, in Cluster.
-func (d *discovery) kindRules(ns, cl *ruleSet) {
+func (d *explorer) kindRules(ns, cl *ruleSet) {
 	type bucket struct {
 		resources []string
 		why       []string
@@ -135,7 +135,7 @@ func (d *discovery) kindRules(ns, cl *ruleSet) {
 // the roles it binds, the operator needs no bind for them; a binding to a
 // role the chart does not create (a fixed name such as
 // system:auth-delegator) gets bind on that name alone.
-func (d *discovery) escalation(ns, cl *ruleSet) {
+func (d *explorer) escalation(ns, cl *ruleSet) {
 	for _, rr := range d.renders {
 		rendered := map[string]bool{}
 		for _, o := range rr.Objects {
@@ -149,16 +149,36 @@ func (d *discovery) escalation(ns, cl *ruleSet) {
 			}
 			switch o.Kind {
 			case "Role", "ClusterRole":
-				d.roleRules(o, ns, cl)
+				d.roleRules(o, d.firstLabel(o, rr.Label), ns, cl)
 			case "RoleBinding", "ClusterRoleBinding":
-				d.bindRule(o, rendered, ns, cl)
+				d.bindRule(o, d.firstLabel(o, rr.Label), rendered, ns, cl)
 			}
 		}
 	}
 }
 
-// roleRules adds the rules of the Role or ClusterRole o.
-func (d *discovery) roleRules(o object, ns, cl *ruleSet) {
+// firstLabel is the label of the first render that made an object like o
+// (same kind, same name pattern): "" for the defaults, else " (with values
+// ...)" to say when the chart makes it.
+func (d *explorer) firstLabel(o object, label string) string {
+	key := o.Kind + "/" + namePattern(o.Name, o.Release)
+	if d.firstSeen == nil {
+		d.firstSeen = map[string]string{}
+	}
+	if l, ok := d.firstSeen[key]; ok {
+		return l
+	}
+	l := ""
+	if label != "defaults" {
+		l = " (with " + label + ")"
+	}
+	d.firstSeen[key] = l
+	return l
+}
+
+// roleRules adds the rules of the Role or ClusterRole o, which the chart
+// makes under when.
+func (d *explorer) roleRules(o object, when string, ns, cl *ruleSet) {
 	var role rbacv1.ClusterRole // a Role's rules have the same shape
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.u.Object, &role); err != nil {
 		d.note("%s %s (%s) does not read as a role: %v", o.Kind, o.Name, o.Template, err)
@@ -171,7 +191,7 @@ func (d *discovery) roleRules(o object, ns, cl *ruleSet) {
 	} else if o.Kind == "Role" {
 		d.note("Role %s is created in namespace %s: the operator holds its rules cluster-wide (manager-cluster-role)", name, o.Namespace)
 	}
-	why := fmt.Sprintf("the rules of %s %s (%s), held %s because Kubernetes lets the operator create a role only with rules it holds itself", o.Kind, name, o.Template, where)
+	why := fmt.Sprintf("the rules of %s %s (%s%s), held %s because %s", o.Kind, name, o.Template, when, where, escalationWhy)
 	if role.AggregationRule != nil {
 		r := rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"escalate"}}
 		if name == o.Name {
@@ -201,7 +221,7 @@ func (d *discovery) roleRules(o object, ns, cl *ruleSet) {
 
 // bindRule adds bind on a role a binding of the chart refers to that the
 // same render does not create.
-func (d *discovery) bindRule(o object, rendered map[string]bool, ns, cl *ruleSet) {
+func (d *explorer) bindRule(o object, when string, rendered map[string]bool, ns, cl *ruleSet) {
 	var b rbacv1.RoleBinding // a ClusterRoleBinding has the same roleRef
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.u.Object, &b); err != nil {
 		d.note("%s %s (%s) does not read as a binding: %v", o.Kind, o.Name, o.Template, err)
@@ -226,8 +246,8 @@ func (d *discovery) bindRule(o object, rendered map[string]bool, ns, cl *ruleSet
 		}
 	}
 	set.add(rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{resource}, Verbs: []string{"bind"}, ResourceNames: []string{b.RoleRef.Name}},
-		fmt.Sprintf("%s %s (%s) binds %s %s, which the chart does not create: bind on that name alone, as its rules are not the chart's to list", o.Kind, namePattern(o.Name, o.Release), o.Template, b.RoleRef.Kind, b.RoleRef.Name))
-	d.note("%s %s (%s) binds %s %s, which the chart does not create: the operator gets bind on it", o.Kind, namePattern(o.Name, o.Release), o.Template, b.RoleRef.Kind, b.RoleRef.Name)
+		fmt.Sprintf("%s %s (%s%s) binds %s %s, which the chart does not create then: bind on that name alone, as its rules are not the chart's to list", o.Kind, namePattern(o.Name, o.Release), o.Template, when, b.RoleRef.Kind, b.RoleRef.Name))
+	d.note("%s %s (%s%s) binds %s %s, which the chart does not create then: the operator gets bind on that name", o.Kind, namePattern(o.Name, o.Release), o.Template, when, b.RoleRef.Kind, b.RoleRef.Name)
 }
 
 // roleKey names a role: a Role by namespace and name ("" is the

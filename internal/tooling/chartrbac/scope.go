@@ -29,7 +29,7 @@ func leftover(p string) bool {
 // scope is what the renders create outside the release's namespace:
 // cluster-scoped objects, and namespaced ones in other namespaces, with
 // their names as patterns (watches.yaml scope).
-func (d *discovery) scope() {
+func (d *explorer) scope() {
 	type key struct{ group, kind, ns string }
 	names := map[key][]string{}
 	fixed := []string{}
