@@ -232,3 +232,49 @@ func waitEstablished(t *testing.T, c client.Client, name string) {
 		return false, "not yet"
 	})
 }
+
+// TestAggregatedClusterRole: a chart's aggregated ClusterRole gets no
+// rule but an unresolved line, because the API server lets only a user with
+// escalate on every ClusterRole create one: escalate limited to the role's
+// name is refused (a create names no object), unlimited is allowed.
+func TestAggregatedClusterRole(t *testing.T) {
+	ch := &chart.Chart{Metadata: &chart.Metadata{Name: "agg", Version: "0.1.0", APIVersion: "v2"}, Templates: []*chart.File{{Name: "templates/roles.yaml", Data: []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ .Release.Name }}-agg
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels:
+      agg.example.com/aggregate: "true"
+rules: []
+`)}}}
+	n, err := Discover(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(n.Cluster, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Verbs, "escalate") }) {
+		t.Errorf("escalate written: %v", n.Cluster)
+	}
+	if !slices.ContainsFunc(n.Unresolved, func(s string) bool {
+		return strings.HasPrefix(s, "templates/roles.yaml: ClusterRole {{release}}-agg has an aggregationRule")
+	}) {
+		t.Errorf("no unresolved line for the aggregated role: %v", n.Unresolved)
+	}
+
+	admin := testutil.Client(t, cfg)
+	ensureProbeNamespace(t, admin)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg-x7q-test"},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"agg.example.com/aggregate": "true"}}}}}
+	escalate := rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"escalate"}}
+	named := *escalate.DeepCopy()
+	named.ResourceNames = []string{role.Name}
+	if err := grantExactly(t, admin, "op-agg-named", nil, append(slices.Clone(n.Cluster), named)).Create(context.Background(), role.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Errorf("an aggregated ClusterRole created with escalate on its name only: %v", err)
+	}
+	op := grantExactly(t, admin, "op-agg", nil, append(slices.Clone(n.Cluster), escalate))
+	testutil.WaitUntilAllowed(t, testutil.Impersonating(cfg, probeNamespace, "op-agg"), "escalate", rbacv1.GroupName, "clusterroles", "", true)
+	if err := op.Create(context.Background(), role.DeepCopy()); err != nil {
+		t.Errorf("creating the aggregated ClusterRole with escalate on every ClusterRole: %v", err)
+	}
+	_ = admin.Delete(context.Background(), role)
+}
