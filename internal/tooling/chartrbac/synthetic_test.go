@@ -106,7 +106,9 @@ metadata:
 		t.Errorf("the ConfigMap in kube-system: cluster rules %v, namespaced %v", n.Cluster, n.Namespaced)
 	}
 	wantNS := watches.ScopeRule{Group: "", Kind: "ConfigMap", Namespaces: []string{"kube-system"}, Names: []string{"{{release}}-settings"}}
-	if !slices.ContainsFunc(n.Scope.Namespaces, func(r watches.ScopeRule) bool { return r.Kind == wantNS.Kind && slices.Equal(r.Namespaces, wantNS.Namespaces) && slices.Equal(r.Names, wantNS.Names) }) {
+	if !slices.ContainsFunc(n.Scope.Namespaces, func(r watches.ScopeRule) bool {
+		return r.Kind == wantNS.Kind && slices.Equal(r.Namespaces, wantNS.Namespaces) && slices.Equal(r.Names, wantNS.Names)
+	}) {
 		t.Errorf("scope.namespaces %+v, want %+v", n.Scope.Namespaces, wantNS)
 	}
 	if !hasScope(n.Scope.ClusterScoped, "", "Namespace", "{{namespace}}-workers") ||
@@ -114,7 +116,9 @@ metadata:
 		t.Errorf("scope.clusterScoped %+v", n.Scope.ClusterScoped)
 	}
 	// Only the ConfigMap of kube-system is shared by every install.
-	if !slices.ContainsFunc(n.Notes, func(s string) bool { return strings.Contains(s, "AllNamespaces") && strings.Contains(s, "ConfigMap {{release}}-settings") && !strings.Contains(s, "workers") }) {
+	if !slices.ContainsFunc(n.Notes, func(s string) bool {
+		return strings.Contains(s, "AllNamespaces") && strings.Contains(s, "ConfigMap {{release}}-settings") && !strings.Contains(s, "workers")
+	}) {
 		t.Errorf("notes %v: want the install mode named for the ConfigMap alone", n.Notes)
 	}
 	// The List's Service is a kind the chart creates.
@@ -126,10 +130,14 @@ metadata:
 	if k := kindOf(n, "monitoring.coreos.com/ServiceMonitor"); k == nil || k.Found != "values monitor.enabled=true" || k.Resource != "" {
 		t.Errorf("ServiceMonitor: %+v", k)
 	}
-	if !slices.ContainsFunc(n.Unresolved, func(s string) bool { return strings.HasPrefix(s, "templates/monitor.yaml: ServiceMonitor monitoring.coreos.com/v1") }) {
+	if !slices.ContainsFunc(n.Unresolved, func(s string) bool {
+		return strings.HasPrefix(s, "templates/monitor.yaml: ServiceMonitor monitoring.coreos.com/v1")
+	}) {
 		t.Errorf("unresolved %v", n.Unresolved)
 	}
-	if !slices.ContainsFunc(n.Notes, func(s string) bool { return strings.Contains(s, "values broken=true does not render") && strings.Contains(s, "broken needs a name") }) {
+	if !slices.ContainsFunc(n.Notes, func(s string) bool {
+		return strings.Contains(s, "values broken=true does not render") && strings.Contains(s, "broken needs a name")
+	}) {
 		t.Errorf("no note on the toggle that does not render: %v", n.Notes)
 	}
 	if k := kindOf(n, "policy/PodDisruptionBudget"); k == nil || k.Found != "values extra.enabled=true" {
