@@ -1,6 +1,7 @@
 package chartrbac
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -150,6 +151,12 @@ func TestDiscoverSealedSecrets(t *testing.T) {
 	}
 	if !slices.ContainsFunc(n.Notes, func(s string) bool { return strings.Contains(s, "AllNamespaces") }) {
 		t.Errorf("no note on the install mode: %v", n.Notes)
+	}
+	// networkpolicy.yaml looks up the Endpoints default/kubernetes, as the
+	// operator: get on that name alone.
+	lookup := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"get"}, ResourceNames: []string{"kubernetes"}}
+	if !slices.ContainsFunc(n.Cluster, func(r rbacv1.PolicyRule) bool { return reflect.DeepEqual(r, lookup) }) {
+		t.Errorf("no rule for the lookup of Endpoints kubernetes: %v", n.Cluster)
 	}
 	checkJustified(t, n)
 }

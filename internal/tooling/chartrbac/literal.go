@@ -70,3 +70,55 @@ func splitDocs(s string) []string {
 	}
 	return append(docs, strings.Join(cur, "\n"))
 }
+
+// lookupCall is a template's call of Helm's lookup function, which reads an
+// object (or lists objects) as the operator when the release renders.
+type lookupCall struct {
+	APIVersion, Kind, Namespace, Name string
+	// ReleaseNamespace: the namespace argument is the release's.
+	ReleaseNamespace bool
+	// Literal: apiVersion and kind are literal strings, the namespace is a
+	// literal or the release's, and the name a literal.
+	Literal  bool
+	Template string
+}
+
+// lookupPattern finds lookup's four arguments: a quoted string or one word.
+var lookupPattern = regexp.MustCompile(`\blookup\s+("[^"]*"|[^\s()}]+)\s+("[^"]*"|[^\s()}]+)\s+("[^"]*"|[^\s()}]+)\s+("[^"]*"|[^\s()}]+)`)
+
+// lookups lists the lookup calls of the templates.
+func lookups(tmpls []template) []lookupCall {
+	var out []lookupCall
+	for _, t := range tmpls {
+		for _, m := range lookupPattern.FindAllStringSubmatch(string(t.data), -1) {
+			args := m[1:]
+			lit := func(s string) (string, bool) {
+				if len(s) >= 2 && strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
+					return s[1 : len(s)-1], true
+				}
+				return "", false
+			}
+			c := lookupCall{Template: t.path, Literal: true}
+			var ok bool
+			if c.APIVersion, ok = lit(args[0]); !ok {
+				c.Literal = false
+			}
+			if c.Kind, ok = lit(args[1]); !ok {
+				c.Literal = false
+			}
+			switch a := strings.TrimPrefix(args[2], "$"); a {
+			case ".Release.Namespace":
+				c.ReleaseNamespace = true
+			default:
+				if c.Namespace, ok = lit(args[2]); !ok {
+					c.Literal = false
+				}
+			}
+			if c.Name, ok = lit(args[3]); !ok {
+				c.Literal = false
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}

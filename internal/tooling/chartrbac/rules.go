@@ -57,6 +57,7 @@ func (d *explorer) rules() {
 			"the chart's crds/ ("+strings.Join(d.crdFiles, ", ")+"), which the operator applies before an install and never deletes")
 	}
 	d.escalation(&ns, &cl)
+	d.lookupRules(&ns, &cl)
 	d.needs.Namespaced, d.needs.NamespacedWhy = ns.rules, ns.why
 	d.needs.Cluster, d.needs.ClusterWhy = cl.rules, cl.why
 	for _, k := range d.kindList() {
@@ -269,4 +270,51 @@ func ruleString(r rbacv1.PolicyRule) string {
 		s += fmt.Sprintf(" nonResourceURLs %v", r.NonResourceURLs)
 	}
 	return s
+}
+
+// lookupRules lets the operator read what the templates' lookup calls
+// read: Helm runs them as the operator when it renders a release (a
+// client-only render returns nothing, so no render shows them). A call for
+// one named object gets get on that name alone; one with an empty name
+// lists. A call in the release's namespace goes in Namespaced, one in a
+// named namespace or across namespaces ("") in Cluster. A call whose
+// arguments are not literal is a note.
+func (d *explorer) lookupRules(ns, cl *ruleSet) {
+	for _, c := range lookups(allTemplates(d.ch, "")) {
+		if !c.Literal {
+			d.unresolved(fmt.Sprintf("%s: a lookup whose arguments are not literal: add a rule to read what it reads by hand", c.Template))
+			continue
+		}
+		group, version, found := strings.Cut(c.APIVersion, "/")
+		if !found {
+			group, version = "", c.APIVersion
+		}
+		ak, why := d.table.lookup(group, version, c.Kind)
+		if why != "" {
+			d.unresolved(c.Template + ": lookup of " + why)
+			continue
+		}
+		r := rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{ak.Resource}, Verbs: []string{"get"}, ResourceNames: []string{c.Name}}
+		if c.Name == "" {
+			r.Verbs, r.ResourceNames = []string{"list"}, nil
+		}
+		where := "namespace " + c.Namespace
+		set := cl
+		switch {
+		case !ak.Namespaced:
+			where = "the cluster"
+		case c.ReleaseNamespace:
+			set, where = ns, "the release's namespace"
+		case c.Namespace == "":
+			where = "every namespace"
+		}
+		what := fmt.Sprintf("%s %q", c.Kind, c.Name)
+		if c.Name == "" {
+			what = c.Kind + "s"
+		}
+		set.add(r, fmt.Sprintf("%s looks up %s in %s (Helm's lookup runs as the operator when it renders the release)", c.Template, what, where))
+		if set == cl && ak.Namespaced {
+			d.note("%s looks up %s in %s: the operator reads it cluster-wide (manager-cluster-role)", c.Template, what, where)
+		}
+	}
 }

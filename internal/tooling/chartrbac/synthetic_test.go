@@ -35,9 +35,10 @@ func syntheticChart(values map[string]any, templates map[string]string) *chart.C
 // apiVersion is not literal.
 func TestDiscoverWhatRealChartsDo(t *testing.T) {
 	ch := syntheticChart(map[string]any{
-		"monitor": map[string]any{"enabled": false},
-		"broken":  false,
-		"extra":   map[string]any{"enabled": nil},
+		"monitor":  map[string]any{"enabled": false},
+		"broken":   false,
+		"kindName": "ConfigMap",
+		"extra":    map[string]any{"enabled": nil},
 	}, map[string]string{
 		"templates/elsewhere.yaml": `apiVersion: v1
 kind: ConfigMap
@@ -80,6 +81,9 @@ metadata:
   name: {{ .Release.Name }}
 {{- end }}
 `,
+		"templates/lookups.yaml": `{{- $own := lookup "v1" "Secret" .Release.Namespace "seed" }}
+{{- $all := lookup "apps/v1" "Deployment" "" "" }}
+{{- $any := lookup "v1" .Values.kindName "x" "y" }}`,
 		"templates/broken.yaml": `{{- if .Values.broken }}{{ fail "broken needs a name" }}{{ end }}`,
 		"templates/extra.yaml": `{{- if .Values.extra.enabled }}
 apiVersion: {{ include "pdb.apiVersion" . }}
@@ -153,6 +157,21 @@ metadata:
 		return slices.Equal(r.Verbs, bind.Verbs) && slices.Equal(r.ResourceNames, bind.ResourceNames) && slices.Equal(r.Resources, bind.Resources)
 	}) {
 		t.Errorf("no bind on system:auth-delegator alone: %v", n.Cluster)
+	}
+	// Lookups: get on one Secret of the release's namespace; list of
+	// Deployments everywhere; a lookup with a templated kind is unresolved.
+	if !slices.ContainsFunc(n.Namespaced, func(r rbacv1.PolicyRule) bool {
+		return slices.Equal(r.Resources, []string{"secrets"}) && slices.Equal(r.Verbs, []string{"get"}) && slices.Equal(r.ResourceNames, []string{"seed"})
+	}) {
+		t.Errorf("no get on Secret seed in the release's namespace: %v", n.Namespaced)
+	}
+	if !grants(n.Cluster, "list", "apps", "deployments") || grants(n.Cluster, "create", "apps", "deployments") {
+		t.Errorf("the lookup of every Deployment: want list cluster-wide and nothing more, got %v", n.Cluster)
+	}
+	if !slices.ContainsFunc(n.Unresolved, func(s string) bool {
+		return strings.HasPrefix(s, "templates/lookups.yaml: a lookup whose arguments are not literal")
+	}) {
+		t.Errorf("no unresolved line for the templated lookup: %v", n.Unresolved)
 	}
 	checkJustified(t, n)
 }
