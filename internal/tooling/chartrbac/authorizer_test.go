@@ -170,7 +170,7 @@ func TestGeneratedRulesInstallTheChart(t *testing.T) {
 			var created []*unstructured.Unstructured
 			t.Cleanup(func() {
 				for _, u := range slices.Backward(created) {
-					_ = admin.Delete(ctx, u)
+					_ = admin.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground))
 				}
 			})
 			for _, o := range objs {
@@ -196,7 +196,10 @@ func TestGeneratedRulesInstallTheChart(t *testing.T) {
 				t.Errorf("only %d objects created", len(created))
 			}
 			for _, u := range slices.Backward(created) {
-				if err := op.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+				// Background, as Helm deletes: a Job's default (orphan)
+				// waits for the garbage collector, which this API server
+				// does not run.
+				if err := op.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 					t.Errorf("deleting %s %s under the generated rules: %v", u.GetKind(), u.GetName(), err)
 				}
 			}
