@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// crdsWhy starts the reason of the rule for the chart's crds/.
+const crdsWhy = "the chart's crds/"
+
 // chartVerbs are the verbs on a kind a chart creates: Helm installs its
 // objects (create), reads them for conflicts and three-way merges (get),
 // patches them on upgrade and when the operator corrects drift (patch),
@@ -54,10 +57,22 @@ func (d *explorer) rules() {
 	d.kindRules(&ns, &cl)
 	if len(d.crdFiles) > 0 {
 		cl.add(rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: crdVerbs},
-			"the chart's crds/ ("+strings.Join(d.crdFiles, ", ")+"), which the operator applies before an install and never deletes")
+			crdsWhy+" ("+strings.Join(d.crdFiles, ", ")+"), which the operator applies before an install and never deletes")
+		d.note("the chart's crds/ need create on CustomResourceDefinitions, which the operatorframework bundle validators warn about (an operator that installs other operators); ship them with the operator instead (watches.yaml crds.install: Skip, CR.SkipCRDs) for a bundle without that warning")
 	}
 	d.escalation(&ns, &cl)
 	d.lookupRules(&ns, &cl)
+	for i, r := range cl.rules {
+		if strings.HasPrefix(cl.why[i], crdsWhy) {
+			continue
+		}
+		if (slices.Contains(r.APIGroups, "apiextensions.k8s.io") || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.Resources, "customresourcedefinitions") || slices.Contains(r.Resources, "*")) &&
+			(slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "*")) {
+			d.note("the chart creates CustomResourceDefinitions beyond its crds/ (%s): its bundle will carry the operatorframework validators' warning about an operator that may create CRDs", cl.why[i])
+			break
+		}
+	}
 	d.needs.Namespaced, d.needs.NamespacedWhy = ns.rules, ns.why
 	d.needs.Cluster, d.needs.ClusterWhy = cl.rules, cl.why
 	for _, k := range d.kindList() {

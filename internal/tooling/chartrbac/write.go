@@ -14,7 +14,14 @@ import (
 
 // CR names the custom resource whose chart it is.
 type CR struct {
-	Group, Version, Kind, Plural, Chart string /* helm-charts/<name> */
+	Group, Version, Kind, Plural string
+	Chart                        string /* helm-charts/<name> */
+	// SkipCRDs leaves out the rule that lets the operator apply the
+	// chart's crds/: for a kind whose watch has crds.install: Skip because
+	// the CRDs ship with the operator (config/crd, the bundle), where OLM
+	// installs them. The operatorframework validators warn about a CSV
+	// that may create CRDs.
+	SkipCRDs bool
 }
 
 // The files WriteRules writes, relative to the project's root.
@@ -52,12 +59,16 @@ func WriteRules(root string, cr CR, n *Needs) error {
 		return err
 	}
 	nsRules := append(crRules(cr), describedRules(n.Namespaced, n.NamespacedWhy)...)
+	cluster := describedRules(n.Cluster, n.ClusterWhy)
+	if cr.SkipCRDs {
+		cluster = slices.DeleteFunc(cluster, func(d described) bool { return strings.HasPrefix(d.why, crdsWhy) })
+	}
 	if err := writeBlock(filepath.Join(root, RolePath), cr.Kind, block(cr, "namespaced", nsRules)); err != nil {
 		return err
 	}
 	var clBlock []string
-	if len(n.Cluster) > 0 {
-		clBlock = block(cr, "cluster", describedRules(n.Cluster, n.ClusterWhy))
+	if len(cluster) > 0 {
+		clBlock = block(cr, "cluster", cluster)
 	}
 	if err := writeBlock(filepath.Join(root, ClusterRolePath), cr.Kind, clBlock); err != nil {
 		return err
