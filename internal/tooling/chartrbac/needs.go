@@ -81,8 +81,8 @@ func (k Kind) String() string {
 // Discover finds what the chart needs: every kind it can create, with its
 // resource and scope, the rules that lets the operator manage them, the
 // scope of its releases, and what the author must check. A combination of
-// values that does not render is skipped with a note; only a chart whose
-// defaults do not render is an error.
+// values that does not render, the defaults included, is skipped with a
+// note; an error is a chart that cannot be read (its values, its crds/).
 func Discover(ch *chart.Chart) (*Needs, error) {
 	if ch == nil || ch.Metadata == nil {
 		return nil, fmt.Errorf("no chart")
@@ -119,15 +119,17 @@ func (d *explorer) run() error {
 	if err != nil {
 		return err
 	}
-	base, err := r.renderAs(probeRelease, "defaults", nil)
-	if err != nil {
-		return fmt.Errorf("chart %s does not render with its default values: %w", d.ch.Name(), err)
-	}
-	d.renders = append(d.renders, base)
-	// The usual fullname helper names objects after the release alone when
-	// the release's name holds the chart's name: a second shape of names.
-	if alt, err := r.renderAs(d.ch.Name()+altSuffix, "defaults", nil); err == nil {
-		d.renders = append(d.renders, alt)
+	// A chart that needs a value set (required) does not render with its
+	// defaults: its toggles and its templates' text still tell its kinds.
+	if base, err := r.renderAs(probeRelease, "defaults", nil); err != nil {
+		d.note("the chart does not render with its default values (%s): its kinds are found from its toggles and its templates' text only; a sample with its defaults will not install", firstLine(err.Error()))
+	} else {
+		d.renders = append(d.renders, base)
+		// The usual fullname helper names objects after the release alone
+		// when the release's name holds the chart's name: a second shape.
+		if alt, err := r.renderAs(d.ch.Name()+altSuffix, "defaults", nil); err == nil {
+			d.renders = append(d.renders, alt)
+		}
 	}
 	ts, err := toggles(d.ch)
 	if err != nil {

@@ -175,3 +175,24 @@ metadata:
 	}
 	checkJustified(t, n)
 }
+
+// TestDiscoverChartNeedingAValue: a chart that renders only with a value
+// set is no failure: its kinds come from its templates' text, with a note.
+func TestDiscoverChartNeedingAValue(t *testing.T) {
+	n, err := Discover(syntheticChart(nil, map[string]string{"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ required "set domain" .Values.domain }}
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := kindOf(n, "/ConfigMap"); k == nil || k.Found != "template text" || !grants(n.Namespaced, "create", "", "configmaps") {
+		t.Errorf("ConfigMap: %+v, rules %v", k, n.Namespaced)
+	}
+	if !slices.ContainsFunc(n.Notes, func(s string) bool {
+		return strings.Contains(s, "does not render with its default values") && strings.Contains(s, "set domain")
+	}) {
+		t.Errorf("notes %v", n.Notes)
+	}
+}
