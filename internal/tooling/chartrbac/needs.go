@@ -65,7 +65,8 @@ type Kind struct {
 	Templates []string
 	// Hook is true when a hook makes it.
 	Hook bool
-	// Namespaces are the namespaces, other than the release's, it is made in.
+	// Namespaces are the namespaces, other than the release's, it is made
+	// in ({{release}} and {{namespace}} where made from the release's).
 	Namespaces []string
 }
 
@@ -100,10 +101,11 @@ type explorer struct {
 	needs   *Needs
 	table   *kindTable
 	renders []*render
-	// kinds by group/version/kind, in the order found.
+	// crdFiles are the chart's crds/ files that hold CRDs.
 	crdFiles []string
-	kinds    map[string]*Kind
-	order    []string
+	// kinds by group/version/kind, in the order found (order).
+	kinds map[string]*Kind
+	order []string
 	// firstSeen is the label of the first render of each role and binding.
 	firstSeen map[string]string
 	// inRelease holds the kinds made in the release's own namespace.
@@ -159,7 +161,7 @@ func (d *explorer) run() error {
 			d.found(o, rr.Label)
 		}
 	}
-	d.literals(r)
+	d.literals()
 	d.rules()
 	d.scope()
 	return nil
@@ -187,14 +189,14 @@ func (d *explorer) found(o object, label string) {
 	if o.Namespace == "" || o.Namespace == probeNamespace {
 		d.inRelease[key] = true
 	}
-	if k.Namespaced && o.Namespace != "" && o.Namespace != probeNamespace && !slices.Contains(k.Namespaces, o.Namespace) {
-		k.Namespaces = append(k.Namespaces, o.Namespace)
+	if ns := namePattern(o.Namespace, o.Release); k.Namespaced && o.Namespace != "" && o.Namespace != probeNamespace && !slices.Contains(k.Namespaces, ns) {
+		k.Namespaces = append(k.Namespaces, ns)
 		slices.Sort(k.Namespaces)
 	}
 }
 
 // literals adds the kinds templates name that no render made.
-func (d *explorer) literals(r *renderer) {
+func (d *explorer) literals() {
 	for _, l := range literals(allTemplates(d.ch, "")) {
 		if d.covered(l) {
 			continue

@@ -56,12 +56,24 @@ func (d *explorer) rules() {
 	var ns, cl ruleSet
 	d.kindRules(&ns, &cl)
 	if len(d.crdFiles) > 0 {
-		cl.add(rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: crdVerbs},
+		cl.add(rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: slices.Clone(crdVerbs)},
 			crdsWhy+" ("+strings.Join(d.crdFiles, ", ")+"), which the operator applies before an install and never deletes")
 		d.note("the chart's crds/ need create on CustomResourceDefinitions, which the operatorframework bundle validators warn about (an operator that installs other operators); ship them with the operator instead (watches.yaml crds.install: Skip, CR.SkipCRDs) for a bundle without that warning")
 	}
 	d.escalation(&ns, &cl)
 	d.lookupRules(&ns, &cl)
+	d.noteCRDCreation(&cl)
+	d.needs.Namespaced, d.needs.NamespacedWhy = ns.rules, ns.why
+	d.needs.Cluster, d.needs.ClusterWhy = cl.rules, cl.why
+	for _, k := range d.kindList() {
+		d.needs.Kinds = append(d.needs.Kinds, *k)
+	}
+}
+
+// noteCRDCreation notes a rule beyond the one for crds/ that lets the
+// operator create CRDs (a role of the chart that does): the bundle's
+// validators will warn about it whatever the kind's crds policy.
+func (d *explorer) noteCRDCreation(cl *ruleSet) {
 	for i, r := range cl.rules {
 		if strings.HasPrefix(cl.why[i], crdsWhy) {
 			continue
@@ -70,13 +82,8 @@ func (d *explorer) rules() {
 			(slices.Contains(r.Resources, "customresourcedefinitions") || slices.Contains(r.Resources, "*")) &&
 			(slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "*")) {
 			d.note("the chart creates CustomResourceDefinitions beyond its crds/ (%s): its bundle will carry the operatorframework validators' warning about an operator that may create CRDs", cl.why[i])
-			break
+			return
 		}
-	}
-	d.needs.Namespaced, d.needs.NamespacedWhy = ns.rules, ns.why
-	d.needs.Cluster, d.needs.ClusterWhy = cl.rules, cl.why
-	for _, k := range d.kindList() {
-		d.needs.Kinds = append(d.needs.Kinds, *k)
 	}
 }
 
