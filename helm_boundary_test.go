@@ -28,6 +28,11 @@ var helmElsewhere = map[string][]string{
 	// (TestNoDryRunOnTheReconcilePath).
 	"internal/tooling/charts": {"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart",
 		"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/releaseutil"},
+	// Tooling: renders a chart client-only, with its toggles, hooks and the
+	// capabilities it probes, to find the kinds it creates and the RBAC
+	// they need (make chart).
+	"internal/tooling/chartrbac": {"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart",
+		"helm.sh/helm/v3/pkg/chartutil", "helm.sh/helm/v3/pkg/releaseutil"},
 	// Tooling: reads the charts' values and --set overrides for the bundle.
 	"internal/tooling/bundle": {"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/strvals"},
 	// Tooling: generates the CRDs from watches.yaml and the charts' schemas.
