@@ -40,6 +40,14 @@ type watchEntry struct {
 	Kind           string            `json:"kind"`
 	Chart          string            `json:"chart"`
 	OverrideValues map[string]string `json:"overrideValues"`
+	Scope          *watchScope       `json:"scope"`
+}
+
+// watchScope is an entry's scope: what its releases create beyond their
+// own namespace (internal/watches.Scope).
+type watchScope struct {
+	ClusterScoped []watches.ScopeRule `json:"clusterScoped"`
+	Namespaces    []watches.ScopeRule `json:"namespaces"`
 }
 
 // ReadDigests reads an IMAGE_DIGESTS file: a YAML map from image reference
