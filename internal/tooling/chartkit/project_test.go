@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/helmapp/helm-app-operator/internal/tooling/bundle"
 )
@@ -40,10 +44,11 @@ func TestAddOverTheProjectChangesNothing(t *testing.T) {
 //     (watchDependentResources, reconcilePeriod, maxConcurrentReconciles)
 //     and the comment above nginx's overrideValues;
 //   - the samples are the minimal `spec: {}` (main's set a few values);
-//   - the CSV's owned CRDs carry the generated displayName, the chart's
-//     description, a descriptor per top-level spec field and Secret as the
-//     only resource until the RBAC discovery lists the chart's kinds;
-//     everything outside the owned list is main's byte for byte.
+//   - the CSV's owned CRDs carry the chart's description and a generated
+//     descriptor per top-level spec field (main's are written by hand);
+//     their names, resources (the kinds the chart creates, as discovered)
+//     and status descriptors are main's, and everything outside the owned
+//     list is main's byte for byte.
 //
 // The recreated project still makes a valid OLM bundle, and adding the
 // kinds a second time changes nothing.
@@ -96,9 +101,18 @@ func TestRecreateOurKinds(t *testing.T) {
 			if w != g {
 				t.Errorf("the CSV outside its owned CRDs differs from main's:\n%s", g)
 			}
-			for _, s := range []string{"name: nginxes.web.helmapp.io", "name: echoes.web.helmapp.io", "path: replicaCount", "path: conditions"} {
-				if !bytes.Contains(got, []byte(s)) {
-					t.Errorf("the CSV's owned CRDs lack %q", s)
+			wantOwned, gotOwned := ownedOf(t, want), ownedOf(t, got)
+			if len(wantOwned) != len(gotOwned) {
+				t.Fatalf("owned CRDs: %d, want %d", len(gotOwned), len(wantOwned))
+			}
+			for i, w := range wantOwned {
+				g := gotOwned[i]
+				if g.Name != w.Name || g.Kind != w.Kind || g.Version != w.Version || g.DisplayName != w.DisplayName ||
+					!reflect.DeepEqual(g.Resources, w.Resources) || !reflect.DeepEqual(g.StatusDescriptors, w.StatusDescriptors) {
+					t.Errorf("owned CRD %s: %+v\nwant main's names, resources and status descriptors: %+v", w.Kind, g, w)
+				}
+				if g.Description == "" || len(g.SpecDescriptors) == 0 {
+					t.Errorf("owned CRD %s has no description or spec descriptors", w.Kind)
 				}
 			}
 		},
@@ -134,6 +148,16 @@ func sampleIs(k kindNames) func(t *testing.T, want, got []byte) {
 			t.Errorf("sample of %s:\n%s\nwant the minimal sample:\n%s", k.Kind, got, sample(k))
 		}
 	}
+}
+
+// ownedOf reads a CSV's owned CRD descriptions.
+func ownedOf(t *testing.T, csv []byte) []v1alpha1.CRDDescription {
+	t.Helper()
+	var c v1alpha1.ClusterServiceVersion
+	if err := sigsyaml.Unmarshal(csv, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Spec.CustomResourceDefinitions.Owned
 }
 
 // withoutOwned cuts the owned CRD list out of a CSV's text.
