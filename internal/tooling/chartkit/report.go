@@ -71,25 +71,39 @@ func (r *Report) Print(w io.Writer) {
 		for _, note := range n.Notes {
 			check = append(check, note)
 		}
-		if shared := sharedObjects(n.Scope); len(shared) > 0 {
-			check = append(check, fmt.Sprintf("install mode AllNamespaces only: its releases create objects outside their namespace whose names hold no {{namespace}} (%s), "+
-				"which operators installed per namespace would share; the bundle's install modes follow", strings.Join(shared, ", ")))
-		} else if cluster := clusterKinds(n); len(cluster) > 0 || len(n.Cluster) > 0 {
-			what := "needs cluster-wide rules"
-			if len(cluster) > 0 {
-				what = "creates cluster-scoped objects (" + strings.Join(cluster, ", ") + ")"
-			}
-			check = append(check, fmt.Sprintf("the chart %s: the operator holds cluster-wide rules for them (the CSV's clusterPermissions)", what))
-		}
 	}
 	for _, note := range r.SpecNotes {
 		check = append(check, "CRD: "+note)
 	}
 	printList(w, "Check", check)
+	if mode := installModes(r.Needs); mode != "" {
+		fmt.Fprintf(w, "\nInstall modes: %s\n", mode)
+	}
 
 	fmt.Fprintln(w, "\nNext:")
 	fmt.Fprintln(w, "  make manifests bundle   # regenerate the CRDs and the OLM bundle from these files")
 	fmt.Fprintln(w, "  make demo               # run the operator on the samples on a local cluster")
+}
+
+// installModes says which OLM install modes the kind leaves the operator, and
+// why, in one line ("" without discovery).
+func installModes(n *chartrbac.Needs) string {
+	if n == nil {
+		return ""
+	}
+	cluster := clusterKinds(n)
+	if shared := sharedObjects(n.Scope); len(shared) > 0 {
+		return fmt.Sprintf("AllNamespaces only: its releases create objects outside their namespace whose names hold no {{namespace}} (%s), "+
+			"which two installs of the operator would share; `make bundle` offers that mode only", strings.Join(shared, ", "))
+	}
+	if len(cluster) > 0 || len(n.Cluster) > 0 {
+		what := "needs cluster-wide rules"
+		if len(cluster) > 0 {
+			what = "creates cluster-scoped objects (" + strings.Join(cluster, ", ") + ")"
+		}
+		return fmt.Sprintf("all; the chart %s, so the operator holds cluster-wide rules in every mode (the CSV's clusterPermissions)", what)
+	}
+	return "all; the chart creates objects in its release's namespace only"
 }
 
 // sharedObjects names the objects its scope lets a release create outside

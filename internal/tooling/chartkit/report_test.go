@@ -39,12 +39,32 @@ func TestReportSaysWhatToCheck(t *testing.T) {
 		"value worker.image: no container runs",
 		"kind not resolved to a resource (no RBAC rule written for it): templates/psp.yaml",
 		"ClusterRole shop grants a wildcard",
-		"install mode AllNamespaces only: its releases create objects outside their namespace whose names hold no {{namespace}} (ClusterRole shop-manager)",
+		"Install modes: AllNamespaces only: its releases create objects outside their namespace whose names hold no {{namespace}} (ClusterRole shop-manager)",
 		"CRD: .config: anyOf degraded",
 		"make manifests bundle", "make demo",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestReportInstallModes: a kind whose releases make nothing shared outside
+// their namespace leaves every install mode, and says why.
+func TestReportInstallModes(t *testing.T) {
+	for _, tc := range []struct {
+		needs *chartrbac.Needs
+		want  string
+	}{
+		{&chartrbac.Needs{}, "Install modes: all; the chart creates objects in its release's namespace only"},
+		{&chartrbac.Needs{Kinds: []chartrbac.Kind{{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass", Resource: "storageclasses"}},
+			Scope: watches.Scope{ClusterScoped: []watches.ScopeRule{{Group: "storage.k8s.io", Kind: "StorageClass", Names: []string{"{{namespace}}-{{release}}"}}}}},
+			"Install modes: all; the chart creates cluster-scoped objects (StorageClass), so the operator holds cluster-wide rules in every mode"},
+	} {
+		var out bytes.Buffer
+		(&Report{Needs: tc.needs}).Print(&out)
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("the report lacks %q:\n%s", tc.want, out.String())
 		}
 	}
 }
