@@ -293,7 +293,10 @@ func chartImages(dir string, overrides, env map[string]string) ([]containerImage
 	}
 	vals := map[string]any{}
 	for _, k := range slices.Sorted(maps.Keys(overrides)) {
-		v := os.Expand(overrides[k], func(name string) string { return env[name] })
+		v, err := watches.ExpandOverride(k, overrides[k], func(name string) string { return env[name] })
+		if err != nil {
+			return nil, fmt.Errorf("override value %s: %w", k, err)
+		}
 		if err := strvals.ParseInto(k+"="+v, vals); err != nil {
 			return nil, fmt.Errorf("override value %s: %w", k, err)
 		}

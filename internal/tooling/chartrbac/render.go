@@ -133,8 +133,14 @@ func (r *renderer) renderAs(name, label string, values map[string]any) (*render,
 	}
 	out := &render{Label: label}
 	top := r.ch.Name() + "/"
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
-		objs, err := decode(doc, top, name, false)
+	// SplitManifests returns a map: walk it in the manifest's order, so that
+	// objects of one template (two Roles in templates/role.yaml) keep their
+	// order and the rules written from them are the same every run.
+	docs := releaseutil.SplitManifests(rel.Manifest)
+	keys := slices.Collect(maps.Keys(docs))
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	for _, k := range keys {
+		objs, err := decode(docs[k], top, name, false)
 		if err != nil {
 			return nil, err
 		}
