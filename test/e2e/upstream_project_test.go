@@ -76,11 +76,10 @@ type project struct {
 	// dir is the test's directory (kept after a failure), root the
 	// project's copy in it.
 	dir, root string
-	// kind is the kind the chart became; gvr its resource, crd the file of
-	// its CRD; sample the file of its sample resource.
+	// kind is the kind the chart became, gvr its resource, sample the file
+	// of its sample resource.
 	kind   string
 	gvr    schema.GroupVersionResource
-	crd    string
 	sample string
 }
 
@@ -151,49 +150,38 @@ func (p *project) run(name string, args ...string) string {
 // report, and finds the CRD and the sample it wrote.
 func (p *project) addChart(dir, kind, group string) {
 	p.t.Helper()
-	var report string
-	if standin := os.Getenv("E2E_CHART_STANDIN"); standin != "" { // TEMPORARY until hack/chart is on main
-		report = p.run(standin, p.root, dir, kind, group)
-	} else {
-		report = p.run("go", "run", "./hack/chart", "add", "--chart", dir, "--kind", kind, "--group", group)
-	}
+	report := p.run("go", "run", "./hack/chart", "add", "--chart", dir, "--kind", kind, "--group", group)
 	p.t.Logf("the command's report:\n%s", report)
 	p.kind = kind
 	p.findCRD()
 	p.findSample()
 }
 
-// findCRD finds the CRD of p.kind in config/crd/bases, running `make
-// manifests`' generator if the command left it to the author.
+// findCRD finds the CRD of p.kind the command wrote in config/crd/bases
+// (as `make manifests` would).
 func (p *project) findCRD() {
 	p.t.Helper()
-	for range 2 {
-		files, _ := filepath.Glob(filepath.Join(p.root, "config", "crd", "bases", "*.yaml"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				p.t.Fatal(err)
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := yaml.Unmarshal(b, &crd); err != nil {
-				p.t.Fatalf("%s: %v", f, err)
-			}
-			if crd.Spec.Names.Kind != p.kind {
-				continue
-			}
-			version := ""
-			for _, v := range crd.Spec.Versions {
-				if v.Storage {
-					version = v.Name
-				}
-			}
-			p.gvr = schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
-			p.crd = f
-			return
+	files, _ := filepath.Glob(filepath.Join(p.root, "config", "crd", "bases", "*.yaml"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			p.t.Fatal(err)
 		}
-		p.run("go", "run", "./hack/gencrd", "--watches", "watches.yaml", "--out", "config/crd/bases")
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(b, &crd); err != nil {
+			p.t.Fatalf("%s: %v", f, err)
+		}
+		if crd.Spec.Names.Kind != p.kind {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				p.gvr = schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
+			}
+		}
+		return
 	}
-	p.t.Fatalf("no CRD of kind %s in %s/config/crd/bases, even after make manifests", p.kind, p.root)
+	p.t.Fatalf("the command wrote no CRD of kind %s in %s/config/crd/bases", p.kind, p.root)
 }
 
 // findSample finds the sample of p.kind among those config/samples'
