@@ -47,10 +47,10 @@ GROUP ?=
 API_VERSION ?=
 
 .PHONY: chart
-chart: ## Add a Helm chart as a kind, or update a kind's chart: CHART=dir|file.tgz|oci://...|URL KIND=K [GROUP=g] [API_VERSION=v1alpha1] [CHART_NAME=n] [CHART_VERSION=v].
+chart: ## Add a Helm chart as a kind, or update a kind's chart: CHART=dir|file.tgz|oci://...|URL KIND=K [GROUP=g] [API_VERSION=v1alpha1] [CHART_NAME=n] [CHART_VERSION=v] [CRDS=operator|bundle].
 	$(GO) run ./hack/chart add --chart "$(CHART)" --kind "$(KIND)" \
 		$(if $(GROUP),--group "$(GROUP)") $(if $(API_VERSION),--api-version "$(API_VERSION)") $(if $(CHART_NAME),--name "$(CHART_NAME)") $(if $(CHART_VERSION),--chart-version "$(CHART_VERSION)") \
-		$(if $(PLAIN_HTTP),--plain-http)
+		$(if $(PLAIN_HTTP),--plain-http) $(if $(CRDS),--crds "$(CRDS)")
 
 .PHONY: chart-remove
 chart-remove: ## Remove a kind added with make chart, its chart and every file made for it: KIND=K.

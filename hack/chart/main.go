@@ -44,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&o.Version, "chart-version", "", "the chart's version (required for OCI and repositories)")
 		fs.StringVar(&o.Group, "group", "", "the API group; without a dot the PROJECT domain is appended (default: the kind's own if it exists, else the chart's name)")
 		fs.StringVar(&o.APIVersion, "api-version", "", "the API version (default: the kind's own if it exists, else "+chartkit.DefaultAPIVersion+")")
+		fs.StringVar(&o.CRDs, "crds", "", "where the chart's crds/ go: "+chartkit.CRDsOperator+" (the operator applies them; default for a new kind) or "+chartkit.CRDsBundle+" (they ship with the operator, installed by make install or OLM); default: the kind's current choice")
 		fs.BoolVar(&o.PlainHTTP, "plain-http", false, "talk to the OCI registry over plain HTTP")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err

@@ -37,6 +37,7 @@ const disconnectedAnnotation = "features.operators.openshift.io/disconnected"
 
 // watchEntry is the part of a watches.yaml entry the bundle needs.
 type watchEntry struct {
+	Group          string            `json:"group"`
 	Kind           string            `json:"kind"`
 	Chart          string            `json:"chart"`
 	OverrideValues map[string]string `json:"overrideValues"`

@@ -44,6 +44,10 @@ type Options struct {
 	// (letters and digits only) and v1alpha1; a group without a dot gets the
 	// PROJECT domain appended.
 	Kind, Group, APIVersion string
+	// CRDs is where the chart's crds/ go: CRDsOperator (the operator
+	// applies them; the default for a new kind) or CRDsBundle (they ship
+	// with the operator); empty keeps an existing kind's choice.
+	CRDs string
 	// Log receives Helm's progress lines (dependency downloads); nil
 	// discards them.
 	Log io.Writer
@@ -102,7 +106,7 @@ func Add(opts Options) (*Report, error) {
 	if err := renameFiles(root, names); err != nil {
 		return nil, err
 	}
-	if err := addFiles(root, names, staged, rep); err != nil {
+	if err := addFiles(root, names, staged, opts.CRDs, rep); err != nil {
 		return nil, err
 	}
 	after, err := snapshot(root)
@@ -220,7 +224,15 @@ func renameFiles(root string, k kindNames) error {
 }
 
 // addFiles vendors the staged chart and writes the project files.
-func addFiles(root string, k kindNames, staged string, rep *Report) error {
+func addFiles(root string, k kindNames, staged, crdsMode string, rep *Report) error {
+	wasBundled, err := bundlesCRDs(root, k, "")
+	if err != nil {
+		return err
+	}
+	bundled, err := bundlesCRDs(root, k, crdsMode)
+	if err != nil {
+		return err
+	}
 	if _, err := vendor(staged, filepath.Join(root, filepath.FromSlash(k.Chart))); err != nil {
 		return fmt.Errorf("vendor %s: %w", k.Chart, err)
 	}
@@ -239,8 +251,29 @@ func addFiles(root string, k kindNames, staged string, rep *Report) error {
 	}
 	rep.Images, rep.Unmapped = imgs.Images, imgs.Unmapped
 
+	var crds []chartCRD
+	if bundled {
+		if crds, err = readChartCRDs(ch); err != nil {
+			return fmt.Errorf("crds/ of %s: %w", k.Chart, err)
+		}
+		for _, c := range crds {
+			rep.BundledCRDs = append(rep.BundledCRDs, c.crd.Name)
+		}
+	}
+	// The watch skips crds/ exactly while they ship with the operator.
+	var skipCRDs *bool
+	switch {
+	case len(crds) > 0:
+		skipCRDs = ptrTo(true)
+	case wasBundled:
+		skipCRDs = ptrTo(false)
+	}
+
 	entry := watchEntry{Group: k.Group, Version: k.Version, Kind: k.Kind, Chart: k.Chart}
-	if _, err := writeWatch(root, entry, imgs.Overrides, needs.Scope); err != nil {
+	if _, err := writeWatch(root, entry, imgs.Overrides, needs.Scope, skipCRDs); err != nil {
+		return err
+	}
+	if err := writeChartCRDs(root, k, ch.Name(), crds); err != nil {
 		return err
 	}
 	if _, err := writeManagerEnv(root, k.Kind, imgs.Images); err != nil {
@@ -304,7 +337,7 @@ func addFiles(root string, k kindNames, staged string, rep *Report) error {
 		return err
 	}
 
-	if err := chartrbac.WriteRules(root, chartrbac.CR{Group: k.Group, Version: k.Version, Kind: k.Kind, Plural: k.Plural, Chart: k.Chart}, needs); err != nil {
+	if err := chartrbac.WriteRules(root, chartrbac.CR{Group: k.Group, Version: k.Version, Kind: k.Kind, Plural: k.Plural, Chart: k.Chart, SkipCRDs: len(crds) > 0}, needs); err != nil {
 		return fmt.Errorf("RBAC of %s: %w", k.Kind, err)
 	}
 	notes, err := crdgen.SpecNotes(ch)
@@ -344,3 +377,5 @@ func readSampleSpec(path string) (map[string]any, error) {
 	}
 	return obj.Spec, nil
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -127,6 +127,9 @@ func removeFiles(root string, k kindNames) error {
 			return err
 		}
 	}
+	if err := removeChartCRDs(root, k); err != nil {
+		return err
+	}
 	if _, err := removeProject(root, k.Kind); err != nil {
 		return err
 	}

@@ -74,8 +74,10 @@ func relatedImageOwned(v string) bool { return strings.Contains(v, "$RELATED_IMA
 // writeWatch adds or updates kind's entry in watches.yaml. The command owns
 // group, version, chart, scope and the overrideValues that read a
 // RELATED_IMAGE_ variable; every other field of an existing entry (and its
-// comments) stays as it is.
-func writeWatch(root string, e watchEntry, overrides []override, scope watches.Scope) (bool, error) {
+// comments) stays as it is. skipCRDs, when set, says whether crds.install
+// is Skip (the chart's crds/ ship with the operator: make chart CRDS=bundle)
+// or not; nil leaves the crds field alone.
+func writeWatch(root string, e watchEntry, overrides []override, scope watches.Scope, skipCRDs *bool) (bool, error) {
 	path := filepath.Join(root, watchesFile)
 	doc, _, err := readDoc(path)
 	if err != nil {
@@ -149,6 +151,23 @@ func writeWatch(root string, e watchEntry, overrides []override, scope watches.S
 		}
 		if old := get(m, "scope"); old == nil || !sameNode(old, n) {
 			set(m, "scope", n)
+		}
+	}
+
+	if skipCRDs != nil {
+		crds := get(m, "crds")
+		if crds == nil || crds.Kind != yaml.MappingNode {
+			crds = &yaml.Node{Kind: yaml.MappingNode}
+		}
+		if *skipCRDs {
+			setStr(crds, "install", watches.CRDSkip)
+		} else if str(crds, "install") == watches.CRDSkip {
+			del(crds, "install")
+		}
+		if len(crds.Content) > 0 {
+			set(m, "crds", crds)
+		} else {
+			del(m, "crds")
 		}
 	}
 

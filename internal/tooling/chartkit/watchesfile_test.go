@@ -34,7 +34,7 @@ func TestWriteWatchKeepsWhatItDoesNotOwn(t *testing.T) {
 	}
 	scope := watches.Scope{ClusterScoped: []watches.ScopeRule{{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Names: []string{"{{release}}-*"}}}}
 	e := watchEntry{Group: "app.helmapp.io", Version: "v1alpha1", Kind: "App", Chart: "helm-charts/app"}
-	if _, err := writeWatch(root, e, []override{{"image.reference", "$RELATED_IMAGE_APP"}}, scope); err != nil {
+	if _, err := writeWatch(root, e, []override{{"image.reference", "$RELATED_IMAGE_APP"}}, scope, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path)
@@ -62,10 +62,10 @@ func TestWriteWatchKeepsWhatItDoesNotOwn(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("watches.yaml:\n%s\nwant:\n%s", got, want)
 	}
-	if changed, err := writeWatch(root, e, []override{{"image.reference", "$RELATED_IMAGE_APP"}}, scope); err != nil || changed {
+	if changed, err := writeWatch(root, e, []override{{"image.reference", "$RELATED_IMAGE_APP"}}, scope, nil); err != nil || changed {
 		t.Errorf("the same update again: changed %v, err %v", changed, err)
 	}
-	if _, err := writeWatch(root, e, nil, watches.Scope{}); err != nil {
+	if _, err := writeWatch(root, e, nil, watches.Scope{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = os.ReadFile(path)

@@ -58,7 +58,7 @@ func (d *explorer) rules() {
 	if len(d.crdFiles) > 0 {
 		cl.add(rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: slices.Clone(crdVerbs)},
 			crdsWhy+" ("+strings.Join(d.crdFiles, ", ")+"), which the operator applies before an install and never deletes")
-		d.note("the chart's crds/ need create on CustomResourceDefinitions, which the operatorframework bundle validators warn about (an operator that installs other operators); ship them with the operator instead (watches.yaml crds.install: Skip, CR.SkipCRDs) for a bundle without that warning")
+		d.note("the chart's crds/ need create on CustomResourceDefinitions, which the operatorframework bundle validators warn about (an operator that installs other operators); `make chart ... CRDS=bundle` ships them with the operator instead (config/crd/charts/<kind>, watches.yaml crds.install: Skip, CR.SkipCRDs) for a bundle without that warning")
 	}
 	d.escalation(&ns, &cl)
 	d.lookupRules(&ns, &cl)
