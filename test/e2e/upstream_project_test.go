@@ -146,11 +146,12 @@ func (p *project) run(name string, args ...string) string {
 }
 
 // addChart makes a kind of the chart in dir with the command (design:
-// `go run ./hack/chart add --chart SRC --kind KIND --group GROUP`), logs its
-// report, and finds the CRD and the sample it wrote.
-func (p *project) addChart(dir, kind, group string) {
+// `go run ./hack/chart add --chart SRC --kind KIND --group GROUP`, and
+// flags), logs its report, and finds the CRD and the sample it wrote.
+func (p *project) addChart(dir, kind, group string, flags ...string) {
 	p.t.Helper()
-	report := p.run("go", "run", "./hack/chart", "add", "--chart", dir, "--kind", kind, "--group", group)
+	args := append([]string{"run", "./hack/chart", "add", "--chart", dir, "--kind", kind, "--group", group}, flags...)
+	report := p.run("go", args...)
 	p.t.Logf("the command's report:\n%s", report)
 	p.kind = kind
 	p.findCRD()

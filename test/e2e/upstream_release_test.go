@@ -195,7 +195,7 @@ func (r *upstreamRun) deleteAndCheckGone(name string, manifest, hooks []*unstruc
 		}
 	}
 	if len(r.chartCRDs) > 0 {
-		r.t.Logf("the chart's %d CRDs of crds/ stay, as Helm keeps them (the test deletes them)", len(r.chartCRDs))
+		r.t.Logf("the chart's %d CRDs of crds/ stay: an uninstall never deletes a CRD (the test deletes them)", len(r.chartCRDs))
 	}
 }
 
