@@ -9,16 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// upstreamCase is one chart no one here wrote, made a kind with the
-// command, and what its sample resource becomes on the suite's cluster.
+// upstreamCase is one chart no one here wrote and the kind the command
+// makes of it.
 type upstreamCase struct {
 	name        string
 	chart       upstreamChart
 	kind, group string
-	// notReady, when set, is the reason of Ready=False the sample settles
-	// on (a chart that cannot be ready on fake nodes), and message a part of
-	// its message naming why; unset, the sample becomes Ready=True.
-	notReady, message string
 }
 
 var upstreamCases = []upstreamCase{
@@ -30,10 +26,9 @@ var upstreamCases = []upstreamCase{
 // TestUpstreamCharts makes an operator of each upstream chart the way its
 // author would, with the command, in a scratch copy of this project, and
 // runs it under exactly the RBAC the command generated: the sample resource
-// settles (Ready=True, or the reason a fake node gives), `helm list` shows
-// the release deployed, and deleting the resource removes the release and
-// every object it made, cluster-scoped ones included, while the CRDs of its
-// crds/ stay (Helm's rule).
+// becomes Ready=True, `helm list` shows the release deployed, and deleting
+// the resource removes the release and every object it made, cluster-scoped
+// ones included, while the CRDs of its crds/ stay (Helm's rule).
 func TestUpstreamCharts(t *testing.T) {
 	for _, c := range upstreamCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -48,13 +43,10 @@ func TestUpstreamCharts(t *testing.T) {
 			n := r.wait(name, "the sample "+name+" settled", settled)
 			ready := n.cond("Ready")
 			t.Logf("%s/%s: Ready=%s %s: %s", c.kind, name, ready.Status, ready.Reason, ready.Message)
-			if c.notReady == "" {
-				if ready.Status != metav1.ConditionTrue {
-					t.Fatalf("the sample settled not Ready:\n%s\noperator log: %s", n, r.logPath)
-				}
-			} else if ready.Status != metav1.ConditionFalse || ready.Reason != c.notReady || !strings.Contains(ready.Message, c.message) {
-				t.Fatalf("the sample settled with Ready=%s %s, want False %s naming %q:\n%s\noperator log: %s",
-					ready.Status, ready.Reason, c.notReady, c.message, n, r.logPath)
+			// Each of the three becomes ready on the fake node: kwok runs
+			// their pods and completes their hook Jobs.
+			if ready.Status != metav1.ConditionTrue {
+				t.Fatalf("the sample settled not Ready:\n%s\noperator log: %s", n, r.logPath)
 			}
 
 			listed := r.helmList()
