@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
@@ -128,12 +129,18 @@ func (r *Reconciler) sweepLeftovers(ctx context.Context, obj *unstructured.Unstr
 	if len(runner.Scope.ClusterScoped) == 0 && len(runner.Scope.Namespaced) == 0 {
 		return nil
 	}
+	// The release's identity looks and deletes: an impersonated one through
+	// its own uncached client; the operator lists through its live reader,
+	// as its client would start an informer for the kind.
+	var reader client.Reader = r.svc.Reader
 	writer := runner.Writer
-	if writer == nil {
+	if writer != nil {
+		reader = writer
+	} else {
 		writer = r.svc.Client
 	}
 	owner := obj.GroupVersionKind().GroupKind()
-	deleted, err := release.Leftovers{Reader: r.svc.Reader, Mapper: r.svc.RESTMapper, Objects: writer, Selector: dependents.Selector()}.
+	deleted, err := release.Leftovers{Reader: reader, Mapper: r.svc.RESTMapper, Objects: writer, Selector: dependents.Selector()}.
 		Sweep(ctx, runner.Scope, owner, obj.GetNamespace(), obj.GetName())
 	if len(deleted) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Release "+runner.Name+" had no record left to uninstall; deleted the objects it left outside namespace "+obj.GetNamespace(),
