@@ -35,6 +35,27 @@ vet: ## Run go vet.
 manifests: ## Generate the CRDs in config/crd/bases from watches.yaml and the charts' values.schema.json.
 	$(GO) run ./hack/gencrd --watches watches.yaml --out config/crd/bases
 
+# `make chart CHART=oci://ghcr.io/org/charts/app CHART_VERSION=1.2.3 KIND=App`:
+# CHART is a chart directory, a .tgz, oci://HOST/REPO/NAME or a chart
+# repository URL (then CHART_NAME too); PLAIN_HTTP=1 for an OCI registry
+# without TLS. See docs/your-chart.md.
+CHART ?=
+CHART_NAME ?=
+CHART_VERSION ?=
+KIND ?=
+GROUP ?=
+API_VERSION ?=
+
+.PHONY: chart
+chart: ## Add a Helm chart as a kind, or update a kind's chart: CHART=dir|file.tgz|oci://...|URL KIND=K [GROUP=g] [API_VERSION=v1alpha1] [CHART_NAME=n] [CHART_VERSION=v] [CRDS=operator|bundle].
+	$(GO) run ./hack/chart add --chart "$(CHART)" --kind "$(KIND)" \
+		$(if $(GROUP),--group "$(GROUP)") $(if $(API_VERSION),--api-version "$(API_VERSION)") $(if $(CHART_NAME),--name "$(CHART_NAME)") $(if $(CHART_VERSION),--chart-version "$(CHART_VERSION)") \
+		$(if $(PLAIN_HTTP),--plain-http) $(if $(CRDS),--crds "$(CRDS)")
+
+.PHONY: chart-remove
+chart-remove: ## Remove a kind added with make chart, its chart and every file made for it: KIND=K.
+	$(GO) run ./hack/chart remove --kind "$(KIND)"
+
 .PHONY: controlplane
 controlplane: ## Build (once) and cache the local control plane binaries; prints their directory.
 	hack/controlplane-bins.sh --full

@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/common v0.70.0
 	github.com/sirupsen/logrus v1.9.4
 	go.uber.org/zap v1.27.1
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sync v0.22.0
 	google.golang.org/grpc v1.82.1
 	helm.sh/helm/v3 v3.22.0
@@ -153,7 +154,6 @@ require (
 	go.podman.io/storage v1.63.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/net v0.57.0 // indirect

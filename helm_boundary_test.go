@@ -28,6 +28,20 @@ var helmElsewhere = map[string][]string{
 	// (TestNoDryRunOnTheReconcilePath).
 	"internal/tooling/charts": {"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart",
 		"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/releaseutil"},
+	// Tooling: renders a chart client-only, with its toggles, hooks and the
+	// capabilities it probes, to find the kinds it creates and the RBAC
+	// they need (make chart).
+	"internal/tooling/chartrbac": {"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart",
+		"helm.sh/helm/v3/pkg/chartutil", "helm.sh/helm/v3/pkg/releaseutil"},
+	// Tooling: make chart fetches a chart as Helm does (registry client,
+	// pull action, dependency manager, repository getters), renders it
+	// client-only to check which image values Helm honours, and builds the
+	// CRD from the watches entry (make manifests).
+	"internal/tooling/chartkit": {"github.com/operator-framework/helm-operator-plugins/pkg/watches",
+		"helm.sh/helm/v3/pkg/action", "helm.sh/helm/v3/pkg/chart", "helm.sh/helm/v3/pkg/chart/loader",
+		"helm.sh/helm/v3/pkg/chartutil", "helm.sh/helm/v3/pkg/cli", "helm.sh/helm/v3/pkg/downloader",
+		"helm.sh/helm/v3/pkg/getter", "helm.sh/helm/v3/pkg/registry", "helm.sh/helm/v3/pkg/releaseutil",
+		"helm.sh/helm/v3/pkg/strvals"},
 	// Tooling: reads the charts' values and --set overrides for the bundle.
 	"internal/tooling/bundle": {"helm.sh/helm/v3/pkg/chart/loader", "helm.sh/helm/v3/pkg/strvals"},
 	// Tooling: generates the CRDs from watches.yaml and the charts' schemas.

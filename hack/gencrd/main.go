@@ -1,6 +1,8 @@
 // Command gencrd writes the CustomResourceDefinition of every kind in
-// watches.yaml into config/crd/bases, from the chart's values.schema.json and
-// the operator's status contract (see internal/tooling/crdgen).
+// watches.yaml into config/crd/bases, from the chart's values.schema.json (or,
+// for a chart without one, its values.yaml) and the operator's status
+// contract (see internal/tooling/crdgen). It prints on stderr a note for each
+// value the CRD checks less strictly than Helm; notes are not errors.
 //
 //	go run ./hack/gencrd                 # regenerate
 //	go run ./hack/gencrd --check         # exit 1 if a file is stale
@@ -36,6 +38,17 @@ func run(watchesPath, out string, check bool) error {
 	files, err := crdgen.Generate(ws)
 	if err != nil {
 		return err
+	}
+	// What each CRD checks less strictly than the chart's Helm schema: for
+	// the author to read, not an error.
+	for _, w := range ws {
+		notes, err := crdgen.SpecNotes(w.Chart)
+		if err != nil {
+			return err
+		}
+		for _, n := range notes {
+			fmt.Fprintf(os.Stderr, "gencrd: note: %s (%s): %s\n", w.Kind, w.ChartPath, n)
+		}
 	}
 	changed, err := crdgen.Sync(out, files, check)
 	if err != nil {

@@ -25,18 +25,31 @@ func checkOverrides(overrides map[string]string) error {
 	sort.Strings(keys)
 	vals := map[string]any{}
 	for _, k := range keys {
-		expanded := os.ExpandEnv(overrides[k])
-		tpl, err := template.New(k).Funcs(sprig.TxtFuncMap()).Parse(expanded)
+		out, err := ExpandOverride(k, overrides[k], os.Getenv)
 		if err != nil {
-			return fmt.Errorf("field overrideValues: key %q: not a valid template: %w", k, err)
+			return fmt.Errorf("field overrideValues: key %q: %w", k, err)
 		}
-		var out bytes.Buffer
-		if err := tpl.Execute(&out, nil); err != nil {
-			return fmt.Errorf("field overrideValues: key %q: its template fails: %w", k, err)
-		}
-		if err := strvals.ParseInto(k+"="+out.String(), vals); err != nil {
+		if err := strvals.ParseInto(k+"="+out, vals); err != nil {
 			return fmt.Errorf("field overrideValues: key %q: cannot be set as a Helm value (key=value, as --set does): %w", k, err)
 		}
 	}
 	return nil
+}
+
+// ExpandOverride expands the overrideValues value of key as helm-operator-plugins'
+// loader does when the operator starts: variables from getenv, then the
+// result as a Go template with sprig's functions (so that a value can cut its
+// part out of a variable, e.g. the tag of a RELATED_IMAGE_* reference). The
+// tools that render a chart as the operator will (make bundle, make chart)
+// use it too.
+func ExpandOverride(key, v string, getenv func(string) string) (string, error) {
+	tpl, err := template.New(key).Funcs(sprig.TxtFuncMap()).Parse(os.Expand(v, getenv))
+	if err != nil {
+		return "", fmt.Errorf("not a valid template: %w", err)
+	}
+	var out bytes.Buffer
+	if err := tpl.Execute(&out, nil); err != nil {
+		return "", fmt.Errorf("its template fails: %w", err)
+	}
+	return out.String(), nil
 }

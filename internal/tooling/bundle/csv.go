@@ -55,7 +55,9 @@ func decodeCSV(u *unstructured.Unstructured) (*v1alpha1.ClusterServiceVersion, e
 // assembleCSV fills in the generated parts of the base CSV, as operator-sdk's
 // `generate bundle` does: name and version, containerImage and createdAt,
 // alm-examples, the deployment install strategy with its permissions, and
-// relatedImages. Everything else of the base is kept as written.
+// relatedImages; the install modes are narrowed to AllNamespaces when the
+// kinds' releases create objects every install would share (installModes).
+// Everything else of the base is kept as written.
 func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([]v1alpha1.RelatedImage, error)) (*v1alpha1.ClusterServiceVersion, error) {
 	v, err := semver.Parse(in.opts.Version)
 	if err != nil {
@@ -91,6 +93,9 @@ func assembleCSV(in csvInput, related func([]v1alpha1.StrategyDeploymentSpec) ([
 	}
 	csv.Annotations["alm-examples"] = string(alm)
 
+	if csv.Spec.InstallModes, err = installModes(in.opts.Root, csv.Spec.InstallModes); err != nil {
+		return nil, err
+	}
 	var specs []v1alpha1.StrategyDeploymentSpec
 	overridden := map[string]bool{}
 	for _, u := range in.deployments {

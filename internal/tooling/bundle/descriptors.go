@@ -25,7 +25,10 @@ const (
 // checkOwnedCRDs checks what the console and the scorecard's olm tests need of
 // each owned CRD description, against the CRD's schema and the examples:
 //
-//   - displayName, description and resources (the kinds it creates) are set;
+//   - displayName and description are set, and for a kind the operator
+//     serves (served: "group/kind" of watches.yaml) resources (the kinds it
+//     creates); a chart's CRD shipped with the operator (make chart
+//     CRDS=bundle) is only described: the operator does not serve it;
 //   - every top-level field of the kind's alm-examples spec has a
 //     specDescriptor with that path (scorecard olm-spec-descriptors);
 //   - every descriptor path is a field of the CRD's spec or status schema, and
@@ -33,10 +36,11 @@ const (
 //     booleanSwitch and checkbox on booleans, text and password on strings,
 //     resourceRequirements on objects, and on an enum exactly one select:<v>
 //     per enum value (or imagePullPolicy);
-//   - a statusDescriptor for `conditions` has io.kubernetes.conditions.
+//   - a served kind has a statusDescriptor for `conditions` with
+//     io.kubernetes.conditions.
 //
 // It returns every problem found, joined.
-func checkOwnedCRDs(owned []v1alpha1.CRDDescription, crds map[string]*apiextensionsv1.CustomResourceDefinition, examples []*unstructured.Unstructured) error {
+func checkOwnedCRDs(owned []v1alpha1.CRDDescription, crds map[string]*apiextensionsv1.CustomResourceDefinition, examples []*unstructured.Unstructured, served map[string]bool) error {
 	var errs []error
 	for _, d := range owned {
 		where := fmt.Sprintf("owned CRD %s (%s)", d.Name, d.Kind)
@@ -48,7 +52,8 @@ func checkOwnedCRDs(owned []v1alpha1.CRDDescription, crds map[string]*apiextensi
 		if d.DisplayName == "" || d.Description == "" {
 			errs = append(errs, fmt.Errorf("%s: displayName and description are required", where))
 		}
-		if len(d.Resources) == 0 {
+		ours := served[crd.Spec.Group+"/"+d.Kind]
+		if ours && len(d.Resources) == 0 {
 			errs = append(errs, fmt.Errorf("%s: resources (the kinds it creates) are required", where))
 		}
 		var schema *apiextensionsv1.JSONSchemaProps
@@ -91,7 +96,7 @@ func checkOwnedCRDs(owned []v1alpha1.CRDDescription, crds map[string]*apiextensi
 				errs = append(errs, fmt.Errorf("%s: statusDescriptor %s: %w", where, sd.Path, err))
 			}
 		}
-		if !hasConditions {
+		if ours && !hasConditions {
 			errs = append(errs, fmt.Errorf("%s: a statusDescriptor for conditions with %s is required", where, conditionsXDesc))
 		}
 	}

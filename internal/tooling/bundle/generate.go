@@ -182,7 +182,15 @@ func Generate(opts Options) (Files, error) {
 			others = append(others, o)
 		}
 	}
-	if err := checkOwnedCRDs(base.Spec.CustomResourceDefinitions.Owned, crds, examples); err != nil {
+	entries, err := readWatches(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]bool{} // group/kind of watches.yaml's kinds
+	for _, e := range entries {
+		served[e.Group+"/"+e.Kind] = true
+	}
+	if err := checkOwnedCRDs(base.Spec.CustomResourceDefinitions.Owned, crds, examples, served); err != nil {
 		return nil, fmt.Errorf("config/manifests/bases CSV: %w", err)
 	}
 	if err := checkAllOwned(base.Spec.CustomResourceDefinitions.Owned, crds); err != nil {

@@ -165,8 +165,19 @@ func TestCheckOwnedCRDs(t *testing.T) {
 		StatusDescriptors: []v1alpha1.StatusDescriptor{{Path: "conditions", XDescriptors: []string{conditionsXDesc}}},
 	}
 	example := objects(t, "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec: {size: 1, mode: A}\n")
-	if err := checkOwnedCRDs([]v1alpha1.CRDDescription{good}, crds, example); err != nil {
+	served := map[string]bool{"/Thing": true}
+	if err := checkOwnedCRDs([]v1alpha1.CRDDescription{good}, crds, example, served); err != nil {
 		t.Fatalf("a good description: %v", err)
+	}
+	// A chart's CRD shipped with the operator (make chart CRDS=bundle) is
+	// described, but the operator does not serve it: neither resources nor
+	// a conditions descriptor are asked of it.
+	chartCRD := v1alpha1.CRDDescription{Name: crd.Name, Version: "v1", Kind: "Thing", DisplayName: "Thing", Description: "A chart's thing."}
+	if err := checkOwnedCRDs([]v1alpha1.CRDDescription{chartCRD}, crds, nil, nil); err != nil {
+		t.Errorf("a chart's CRD the operator does not serve: %v", err)
+	}
+	if err := checkOwnedCRDs([]v1alpha1.CRDDescription{chartCRD}, crds, nil, served); err == nil {
+		t.Errorf("a served kind without resources and conditions descriptor passed")
 	}
 
 	tests := []struct {
@@ -193,7 +204,7 @@ func TestCheckOwnedCRDs(t *testing.T) {
 		d := good
 		d.SpecDescriptors = append([]v1alpha1.SpecDescriptor(nil), good.SpecDescriptors...)
 		tc.mutate(&d)
-		err := checkOwnedCRDs([]v1alpha1.CRDDescription{d}, crds, example)
+		err := checkOwnedCRDs([]v1alpha1.CRDDescription{d}, crds, example, served)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tc.name, err, tc.want)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/helmapp/helm-app-operator/internal/tooling/charts"
+	"github.com/helmapp/helm-app-operator/internal/watches"
 )
 
 // relatedImagePrefix starts the names of the manager's environment variables
@@ -36,9 +37,18 @@ const disconnectedAnnotation = "features.operators.openshift.io/disconnected"
 
 // watchEntry is the part of a watches.yaml entry the bundle needs.
 type watchEntry struct {
+	Group          string            `json:"group"`
 	Kind           string            `json:"kind"`
 	Chart          string            `json:"chart"`
 	OverrideValues map[string]string `json:"overrideValues"`
+	Scope          *watchScope       `json:"scope"`
+}
+
+// watchScope is an entry's scope: what its releases create beyond their
+// own namespace (internal/watches.Scope).
+type watchScope struct {
+	ClusterScoped []watches.ScopeRule `json:"clusterScoped"`
+	Namespaces    []watches.ScopeRule `json:"namespaces"`
 }
 
 // ReadDigests reads an IMAGE_DIGESTS file: a YAML map from image reference
@@ -284,7 +294,10 @@ func chartImages(dir string, overrides, env map[string]string) ([]containerImage
 	}
 	vals := map[string]any{}
 	for _, k := range slices.Sorted(maps.Keys(overrides)) {
-		v := os.Expand(overrides[k], func(name string) string { return env[name] })
+		v, err := watches.ExpandOverride(k, overrides[k], func(name string) string { return env[name] })
+		if err != nil {
+			return nil, fmt.Errorf("override value %s: %w", k, err)
+		}
 		if err := strvals.ParseInto(k+"="+v, vals); err != nil {
 			return nil, fmt.Errorf("override value %s: %w", k, err)
 		}

@@ -29,7 +29,8 @@ type rbacSplit struct {
 // `clusterPermissions`. OLM creates the ServiceAccount and the bindings
 // itself, so they are consumed; a role also bound to someone else is kept as
 // a manifest. Rules keep their order within a role; roles are taken in name
-// order. A binding to a role that does not exist is an error.
+// order; a ServiceAccount whose roles hold no rule gets no entry. A binding
+// to a role that does not exist is an error.
 func splitRBAC(objs []*unstructured.Unstructured, ns string, serviceAccounts []string) (rbacSplit, error) {
 	out := rbacSplit{Consumed: map[*unstructured.Unstructured]bool{}}
 	isSA := map[string]bool{}
@@ -109,7 +110,12 @@ func splitRBAC(objs []*unstructured.Unstructured, ns string, serviceAccounts []s
 					out.Consumed[roles[k]] = true
 				}
 			}
-			perms = append(perms, p)
+			// A role with no rules (manager-cluster-role while no chart
+			// needs a cluster-wide rule) grants nothing: an entry without
+			// rules would only be noise in the CSV.
+			if len(p.Rules) > 0 {
+				perms = append(perms, p)
+			}
 		}
 		return perms, nil
 	}

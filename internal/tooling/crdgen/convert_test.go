@@ -1,6 +1,7 @@
 package crdgen
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,10 +12,10 @@ import (
 // the result as YAML, the form a reader of the CRD sees.
 func TestConvertValuesSchema(t *testing.T) {
 	tests := []struct {
-		name    string
-		schema  string // the schema of property v
-		want    string // YAML of the converted v
-		wantErr string
+		name     string
+		schema   string // the schema of property v
+		want     string // YAML of the converted v
+		wantNote string // a note the conversion must give; none when empty
 	}{
 		{
 			name:   "integer with bounds and default",
@@ -111,24 +112,112 @@ func TestConvertValuesSchema(t *testing.T) {
 			schema: `{"$ref": "#/definitions/port", "description": "Service port."}`,
 			want:   "description: Service port.\nmaximum: 65535\nminimum: 1\ntype: integer\n",
 		},
-		{name: "oneOf", schema: `{"oneOf": [{"type": "string"}, {"type": "integer"}]}`, wantErr: `values.v: keyword "oneOf" cannot be represented`},
-		{name: "allOf", schema: `{"type": "object", "allOf": [{"required": ["a"]}]}`, wantErr: `keyword "allOf" cannot be represented`},
-		{name: "patternProperties", schema: `{"type": "object", "patternProperties": {"^a": {}}}`, wantErr: `"patternProperties" cannot be represented`},
-		{name: "unknown keyword", schema: `{"type": "string", "desciption": "typo"}`, wantErr: `values.v: unknown JSON Schema keyword "desciption"`},
-		{name: "type list", schema: `{"type": ["string", "boolean"]}`, wantErr: "type [boolean string] cannot be represented"},
-		{name: "only null", schema: `{"type": "null"}`, wantErr: "only be null"},
-		{name: "unknown type", schema: `{"type": "float"}`, wantErr: `unknown type "float"`},
-		{name: "tuple items", schema: `{"type": "array", "items": [{"type": "string"}]}`, wantErr: "tuple items"},
-		{name: "unique objects", schema: `{"type": "array", "items": {"type": "object"}, "uniqueItems": true}`, wantErr: "uniqueItems"},
+		{
+			name:   "anyOf of one type differing only in scalar constraints is kept",
+			schema: `{"type": "string", "anyOf": [{"format": "ipv4"}, {"pattern": "^[a-z]+$"}]}`,
+			want:   "anyOf:\n- format: ipv4\n- pattern: ^[a-z]+$\ntype: string\n",
+		},
+		{
+			name:     "oneOf of scalar constraints is checked as anyOf",
+			schema:   `{"type": "integer", "oneOf": [{"minimum": 10}, {"enum": [0]}]}`,
+			want:     "anyOf:\n- minimum: 10\n- enum:\n  - 0\ntype: integer\n",
+			wantNote: "values.v: oneOf is checked as anyOf",
+		},
+		{
+			name:   "anyOf of types is a type union: string or null",
+			schema: `{"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}], "description": "Name."}`,
+			want:   "description: Name.\nminLength: 1\nnullable: true\ntype: string\n",
+		},
+		{
+			name:   "oneOf integer or patterned string is int-or-string",
+			schema: `{"oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[0-9]+%$"}]}`,
+			want:   "anyOf:\n- type: integer\n- type: string\nminimum: 0\npattern: ^[0-9]+%$\nx-kubernetes-int-or-string: true\n",
+		},
+		{
+			name:     "anyOf object or string accepts anything",
+			schema:   `{"description": "Config.", "anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "string"}]}`,
+			want:     "description: Config.\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: "values.v: a value of type object or string cannot be checked",
+		},
+		{
+			name:     "oneOf of objects keeps the shared type",
+			schema:   `{"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}`,
+			want:     "type: object\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: `values.v: oneOf with alternatives of different shapes is not checked: the CRD accepts any object here`,
+		},
+		{
+			name:   "allOf is merged",
+			schema: `{"type": "object", "allOf": [{"required": ["a"], "properties": {"a": {"type": "integer", "minimum": 1}}}, {"properties": {"a": {"maximum": 5}, "b": {"type": "string"}}}]}`,
+			want:   "properties:\n  a:\n    maximum: 5\n    minimum: 1\n    type: integer\n  b:\n    type: string\nrequired:\n- a\ntype: object\nx-kubernetes-preserve-unknown-fields: true\n",
+		},
+		{
+			name:     "allOf conflicting patterns keeps the first",
+			schema:   `{"type": "string", "allOf": [{"pattern": "^a"}, {"pattern": "b$"}]}`,
+			want:     "pattern: ^a\ntype: string\n",
+			wantNote: `values.v: "pattern" is set twice (allOf or $ref) with different values; only "^a" is checked`,
+		},
+		{
+			name:   "patternProperties with a catch-all is a map",
+			schema: `{"type": "object", "patternProperties": {".*": {"type": "string"}}}`,
+			want:   "additionalProperties:\n  type: string\ntype: object\n",
+		},
+		{
+			name:     "closed patternProperties is a map whose keys go unchecked",
+			schema:   `{"type": "object", "additionalProperties": false, "patternProperties": {"^[a-z]+$": {"type": "integer"}}}`,
+			want:     "additionalProperties:\n  type: integer\ntype: object\n",
+			wantNote: "values.v: the keys' patterns [^[a-z]+$] are not checked; their values are",
+		},
+		{
+			name:     "open patternProperties is free-form",
+			schema:   `{"type": "object", "patternProperties": {"^a": {"type": "string"}}}`,
+			want:     "type: object\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: "values.v: patternProperties with keys of different schemas is not checked",
+		},
+		{
+			name:     "not is dropped",
+			schema:   `{"type": "string", "not": {"enum": ["x"]}}`,
+			want:     "type: string\n",
+			wantNote: `values.v: "not" is not checked: a CRD cannot negate a schema`,
+		},
+		{
+			name:     "if/then/else is dropped with one note",
+			schema:   `{"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}, "else": {}}`,
+			want:     "type: object\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: `values.v: "if" is not checked: a CRD has no conditionals`,
+		},
+		{
+			name:   "unknown keywords are ignored as Helm ignores them",
+			schema: `{"type": "string", "desciption": "typo", "form": true}`,
+			want:   "type: string\n",
+		},
+		{
+			name:     "type list of several types accepts anything",
+			schema:   `{"type": ["string", "boolean"], "enum": ["auto", true], "default": "auto"}`,
+			want:     "default: auto\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: "values.v: a value of type boolean or string cannot be checked",
+		},
+		{name: "integer or number is a number", schema: `{"type": ["integer", "number"]}`, want: "type: number\n"},
+		{name: "enum without a type takes the values' type", schema: `{"enum": ["a", "b"]}`, want: "enum:\n- a\n- b\ntype: string\n"},
+		{name: "only null", schema: `{"type": "null"}`, want: "nullable: true\nx-kubernetes-preserve-unknown-fields: true\n", wantNote: "can only be null"},
+		{name: "unknown type", schema: `{"type": "float"}`, want: "x-kubernetes-preserve-unknown-fields: true\n", wantNote: `unknown type "float"`},
+		{name: "tuple items", schema: `{"type": "array", "items": [{"type": "string"}]}`,
+			want: "items:\n  x-kubernetes-preserve-unknown-fields: true\ntype: array\n", wantNote: "tuple items"},
+		{name: "unique objects", schema: `{"type": "array", "items": {"type": "object"}, "uniqueItems": true}`,
+			want: "items:\n  type: object\n  x-kubernetes-preserve-unknown-fields: true\ntype: array\n", wantNote: "uniqueItems is not checked"},
 		{name: "properties and a map", schema: `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}`,
-			wantErr: "properties together with a schema for additionalProperties"},
-		{name: "remote $ref", schema: `{"$ref": "https://example.com/schema.json"}`, wantErr: "only local references"},
-		{name: "dangling $ref", schema: `{"$ref": "#/definitions/nope"}`, wantErr: "does not resolve"},
-		{name: "recursive $ref", schema: `{"$ref": "#/definitions/tree"}`, wantErr: "recursive $ref"},
-		{name: "validation without a type", schema: `{"pattern": "^a"}`, wantErr: "needs a type"},
-		{name: "false schema", schema: `false`, wantErr: "cannot be represented"},
-		{name: "nested error names the path", schema: `{"type": "object", "properties": {"w": {"type": "array", "items": {"not": {}}}}}`,
-			wantErr: `values.v.w[]: keyword "not"`},
+			want:     "properties:\n  a:\n    type: string\ntype: object\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: "values.v: the keys beside its properties are not checked against additionalProperties"},
+		{name: "remote $ref", schema: `{"$ref": "https://example.com/schema.json", "description": "Remote."}`,
+			want: "description: Remote.\nx-kubernetes-preserve-unknown-fields: true\n", wantNote: "is not local"},
+		{name: "dangling $ref", schema: `{"$ref": "#/definitions/nope"}`, want: "x-kubernetes-preserve-unknown-fields: true\n", wantNote: "does not resolve"},
+		{name: "recursive $ref", schema: `{"$ref": "#/definitions/tree"}`,
+			want:     "properties:\n  child:\n    x-kubernetes-preserve-unknown-fields: true\ntype: object\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: `values.v.child: recursive $ref "#/definitions/tree" is not followed`},
+		{name: "validation without a type", schema: `{"pattern": "^a"}`, want: "x-kubernetes-preserve-unknown-fields: true\n", wantNote: "constraints without a type"},
+		{name: "false schema", schema: `false`, want: "x-kubernetes-preserve-unknown-fields: true\n", wantNote: "the schema false"},
+		{name: "nested note names the path", schema: `{"type": "object", "properties": {"w": {"type": "array", "items": {"type": "string", "not": {}}}}}`,
+			want:     "properties:\n  w:\n    items:\n      type: string\n    type: array\ntype: object\nx-kubernetes-preserve-unknown-fields: true\n",
+			wantNote: `values.v.w[]: "not" is not checked`},
 	}
 	const definitions = `"definitions": {
 		"port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "A port."},
@@ -136,16 +225,16 @@ func TestConvertValuesSchema(t *testing.T) {
 	}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw := `{"type": "object", "additionalProperties": false, ` + definitions + `, "properties": {"v": ` + tt.schema + `}}`
-			got, err := ConvertValuesSchema([]byte(raw))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
+			raw := `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "additionalProperties": false, ` + definitions + `, "properties": {"v": ` + tt.schema + `}}`
+			got, notes, err := ConvertValuesSchema([]byte(raw))
 			if err != nil {
 				t.Fatal(err)
+			}
+			switch {
+			case tt.wantNote == "" && len(notes) > 0:
+				t.Errorf("notes = %q, want none", notes)
+			case tt.wantNote != "" && !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, tt.wantNote) }):
+				t.Errorf("notes = %q, want one containing %q", notes, tt.wantNote)
 			}
 			out, err := yaml.Marshal(got.Properties["v"])
 			if err != nil {
@@ -167,11 +256,10 @@ func TestConvertValuesSchemaRoot(t *testing.T) {
 		{"not JSON", `{`, "not valid JSON"},
 		{"not an object", `[]`, "must be a JSON object"},
 		{"not an object schema", `{"type": "string"}`, "must describe an object"},
-		{"every error is listed", `{"type": "object", "properties": {"a": {"oneOf": []}, "b": {"typo": 1}}}`, "values.b: unknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ConvertValuesSchema([]byte(tt.raw))
+			_, _, err := ConvertValuesSchema([]byte(tt.raw))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 			}
@@ -179,11 +267,52 @@ func TestConvertValuesSchemaRoot(t *testing.T) {
 	}
 
 	// The root's own title and annotations do not leak into spec.
-	got, err := ConvertValuesSchema([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "title": "values", "type": "object", "additionalProperties": false}`))
+	got, _, err := ConvertValuesSchema([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "title": "values", "type": "object", "additionalProperties": false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Title != "" || got.XPreserveUnknownFields != nil {
 		t.Errorf("root = %+v", got)
+	}
+
+	// Every degraded value is noted, in the order of the schema's keys.
+	_, notes, err := ConvertValuesSchema([]byte(`{"type": "object", "properties": {"a": {"oneOf": []}, "b": {"type": ["string", "object"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 2 || !strings.HasPrefix(notes[0], "values.a: oneOf has no alternatives") || !strings.HasPrefix(notes[1], "values.b: a value of type object or string") {
+		t.Errorf("notes = %q", notes)
+	}
+
+	// A root whose alternatives leave no type is still an object: values
+	// are a map.
+	got, _, err = ConvertValuesSchema([]byte(`{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Type != "object" || got.XPreserveUnknownFields == nil {
+		t.Errorf("root = %+v", got)
+	}
+}
+
+// TestConvertDraft2020 checks what differs when $schema does not name
+// draft-07 (Helm then validates with draft 2020-12): format is an annotation
+// Helm does not assert, and the siblings of a $ref apply beside it.
+func TestConvertDraft2020(t *testing.T) {
+	got, notes, err := ConvertValuesSchema([]byte(`{
+	  "$defs": {"port": {"type": "integer", "minimum": 1}},
+	  "type": "object",
+	  "properties": {
+	    "url": {"type": "string", "format": "uri"},
+	    "port": {"$ref": "#/$defs/port", "maximum": 1024}
+	  }
+	}`))
+	if err != nil || len(notes) > 0 {
+		t.Fatal(err, notes)
+	}
+	out, _ := yaml.Marshal(got.Properties)
+	want := "port:\n  maximum: 1024\n  minimum: 1\n  type: integer\nurl:\n  type: string\n"
+	if string(out) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out, want)
 	}
 }

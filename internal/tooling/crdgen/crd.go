@@ -1,7 +1,8 @@
 // Package crdgen generates the CustomResourceDefinition of each kind in
 // watches.yaml: names from the kind, .spec from the chart's values.schema.json
-// (converted to a structural schema), and .status from the operator's status
-// contract. Output is deterministic: the same watches file and charts give
+// (converted to a structural schema that never refuses what Helm accepts;
+// what it checks less is reported by SpecNotes) or, without one, typed from
+// the chart's values.yaml, and .status from the operator's status contract. Output is deterministic: the same watches file and charts give
 // byte-identical files.
 package crdgen
 
@@ -13,7 +14,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
 // CRD returns the CustomResourceDefinition of one watches.yaml entry, whose
@@ -90,10 +90,26 @@ func NameRule() apiextensionsv1.ValidationRule {
 	}
 }
 
-// SpecSchema returns the schema of .spec for a chart: its values.schema.json
-// converted by ConvertValuesSchema, described as the chart's values. A chart
-// without a values schema gets a free-form spec.
+// SpecSchema returns the schema of .spec for a chart, described as the
+// chart's values: its values.schema.json converted by ConvertValuesSchema,
+// or, for a chart without one, a schema typed from its values.yaml (see
+// ValuesYAMLSchema).
 func SpecSchema(ch *chart.Chart) (*apiextensionsv1.JSONSchemaProps, error) {
+	spec, _, err := specSchema(ch)
+	return spec, err
+}
+
+// SpecNotes returns what the chart's spec schema checks less strictly than
+// Helm, one line each naming the value's path and why ("values.x: ..."): the
+// constructs of its values.schema.json a CRD cannot express, or, for a chart
+// typed from values.yaml, the values whose type values.yaml does not show.
+// They are for the author to read; none is an error.
+func SpecNotes(ch *chart.Chart) ([]string, error) {
+	_, notes, err := specSchema(ch)
+	return notes, err
+}
+
+func specSchema(ch *chart.Chart) (*apiextensionsv1.JSONSchemaProps, []string, error) {
 	md := ch.Metadata
 	desc := fmt.Sprintf("Values for the Helm chart %s %s", md.Name, md.Version)
 	if md.AppVersion != "" {
@@ -104,18 +120,53 @@ func SpecSchema(ch *chart.Chart) (*apiextensionsv1.JSONSchemaProps, error) {
 		desc += " " + strings.TrimSuffix(d, ".") + "."
 	}
 	if len(ch.Schema) == 0 {
-		return &apiextensionsv1.JSONSchemaProps{
-			Type:                   "object",
-			Description:            desc + " The chart has no values.schema.json, so any values are accepted.",
-			XPreserveUnknownFields: ptr.To(true),
-		}, nil
+		spec, notes, err := ValuesYAMLSchema(valuesFile(ch))
+		if err != nil {
+			return nil, nil, err
+		}
+		spec.Description = desc + " The chart has no values.schema.json: the types below are those of its values.yaml, " +
+			"keys it does not list are accepted too, and omitted values take the chart's defaults."
+		return spec, notes, nil
 	}
-	spec, err := ConvertValuesSchema(ch.Schema)
+	spec, notes, err := ConvertValuesSchema(ch.Schema)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	relaxRequired(spec, ch.Values)
+	notes = append(notes, admissible(spec)...)
 	spec.Description = desc + " Omitted values take the chart's defaults."
-	return spec, nil
+	return spec, notes, nil
+}
+
+// valuesFile is the chart's values.yaml as written (with its comments).
+func valuesFile(ch *chart.Chart) []byte {
+	for _, f := range ch.Raw {
+		if f.Name == "values.yaml" {
+			return f.Data
+		}
+	}
+	return nil
+}
+
+// relaxRequired drops from each object's required list the keys the chart's
+// values.yaml sets there: Helm checks the schema
+// against the chart's values merged with the user's, so such a key is always
+// present for Helm, and a resource may leave it out.
+func relaxRequired(s *apiextensionsv1.JSONSchemaProps, values map[string]any) {
+	var kept []string
+	for _, r := range s.Required {
+		if v, set := values[r]; set && v != nil {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	s.Required = kept
+	for name, prop := range s.Properties {
+		if sub, ok := values[name].(map[string]any); ok {
+			relaxRequired(&prop, sub)
+			s.Properties[name] = prop
+		}
+	}
 }
 
 // PrinterColumns returns the columns `kubectl get` shows for every kind.

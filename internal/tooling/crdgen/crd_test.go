@@ -244,7 +244,17 @@ func TestCRDValidatesConvertedShapes(t *testing.T) {
 	    "size": {"type": ["integer", "string"], "default": "10%", "pattern": "^[0-9]+%$"},
 	    "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.5},
 	    "mode": {"type": "string", "const": "on", "default": "on", "title": "Mode"},
-	    "site": {"type": "string", "format": "uri", "maxLength": 200}
+	    "site": {"type": "string", "format": "uri", "maxLength": 200},
+	    "union": {"type": ["object", "string", "null"], "description": "Degraded.", "default": "x"},
+	    "onlyNull": {"type": "null"},
+	    "ipOrName": {"type": "string", "oneOf": [{"format": "ipv4"}, {"pattern": "^[a-z]+$"}], "default": "a"},
+	    "percent": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[0-9]+%$"}, {"type": "null"}]},
+	    "merged": {"allOf": [{"$ref": "#/definitions/port"}, {"maximum": 1024}]},
+	    "byPattern": {"type": "object", "patternProperties": {".*": {"type": "integer"}}},
+	    "mixed": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+	    "tuple": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+	    "cond": {"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}},
+	    "remote": {"$ref": "https://example.com/x.json"}
 	  }
 	}`
 	w := watches.Watch{
@@ -284,6 +294,45 @@ func TestCRDValidatesConvertedShapes(t *testing.T) {
 	}
 }
 
+// TestCRDLeavesOutWhatTheAPIServerRefuses: a default that does not fit its
+// schema (Helm never checks one) and an ECMA-only pattern would make the API
+// server refuse the whole CRD; they are left out, with a note each.
+func TestCRDLeavesOutWhatTheAPIServerRefuses(t *testing.T) {
+	raw := `{"type": "object", "properties": {
+	  "a": {"type": "integer", "default": ""},
+	  "b": {"type": "string", "pattern": "^(?!kube-).*$", "default": "x"},
+	  "c": {"type": "object", "properties": {"d": {"type": "array", "items": {"type": "string", "enum": ["x"], "default": "y"}}}},
+	  "e": {"type": "object", "properties": {"f": {"type": "string"}}, "default": {"f": 1}}
+	}}`
+	w := watches.Watch{
+		GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"},
+		Chart:            &chart.Chart{Metadata: &chart.Metadata{Name: "thing", Version: "1.0.0"}, Schema: []byte(raw)},
+	}
+	crd, err := CRD(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validateCRD(t, crd); len(errs) > 0 {
+		t.Fatalf("the apiserver would reject the CRD:\n%v", errs.ToAggregate())
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if spec.Properties["b"].Default == nil || spec.Properties["b"].Pattern != "" {
+		t.Errorf("b = %+v, want its default kept and its pattern dropped", spec.Properties["b"])
+	}
+	notes, _ := SpecNotes(w.Chart)
+	want := []string{
+		"values.a: default \"\" does not fit its own schema",
+		"values.b: pattern \"^(?!kube-).*$\" is not an RE2 regular expression",
+		"values.c.d[]: default \"y\" does not fit",
+		"values.e: default {\"f\":1} does not fit",
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(notes, "\n"), w) {
+			t.Errorf("no note %q in:\n%s", w, strings.Join(notes, "\n"))
+		}
+	}
+}
+
 func TestCRDErrors(t *testing.T) {
 	ok := &chart.Chart{Metadata: &chart.Metadata{Name: "c", Version: "1.0.0"}}
 	tests := []struct {
@@ -293,9 +342,9 @@ func TestCRDErrors(t *testing.T) {
 	}{
 		{"chart not loaded", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "K"}}, "not loaded"},
 		{"no group", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "K"}, Chart: ok}, "needs a group"},
-		{"bad schema", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "K"}, ChartPath: "charts/c",
-			Chart: &chart.Chart{Metadata: ok.Metadata, Schema: []byte(`{"type": "object", "properties": {"a": {"oneOf": []}}}`)}},
-			`g/v1, Kind=K: chart charts/c: values.a: keyword "oneOf"`},
+		{"not a schema", watches.Watch{GroupVersionKind: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "K"}, ChartPath: "charts/c",
+			Chart: &chart.Chart{Metadata: ok.Metadata, Schema: []byte(`{"type": "string"}`)}},
+			`g/v1, Kind=K: chart charts/c: values.schema.json must describe an object`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
