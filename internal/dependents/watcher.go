@@ -48,8 +48,9 @@ func NewWatcher(c cache.Cache, ctrl controller.Controller, t *Tracker, scheme *r
 		controller: ctrl,
 		tracker:    t,
 		owner:      ownerGVK.GroupKind(),
-		handler:    handler.EnqueueRequestForOwner(scheme, mapper, owner, handler.OnlyControllerOwner()),
-		watched:    map[schema.GroupVersionKind]bool{},
+		handler: ownerHandler{owner: ownerGVK.GroupKind(),
+			byReference: handler.EnqueueRequestForOwner(scheme, mapper, owner, handler.OnlyControllerOwner())},
+		watched: map[schema.GroupVersionKind]bool{},
 	}
 }
 

@@ -60,10 +60,18 @@ func NewViewFault(spec string, log io.Writer) (wrap func(*rest.Config) *rest.Con
 // NewReleasePostRenderer is the operator's post-renderer for owner
 // (postrender.go), with labels as the shard's, for a watch whose scope
 // allows what the tests' manifests hold beyond the owner's namespace (a
-// ClusterRole, ConfigMaps in namespace "other": edgeManifest).
+// ClusterRole, ConfigMaps in namespace "other": edgeManifest), and the
+// cluster-scoped kinds the project's charts create (test/e2e's clusterwide,
+// and the real charts' of issue 39).
 func NewReleasePostRenderer(rm meta.RESTMapper, kc kube.Interface, owner client.Object, labels map[string]string) postrender.PostRenderer {
+	var cluster []release.ScopeRule
+	for _, gk := range [][2]string{{"rbac.authorization.k8s.io", "ClusterRole"}, {"rbac.authorization.k8s.io", "ClusterRoleBinding"},
+		{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"}, {"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
+		{"storage.k8s.io", "CSIDriver"}, {"scheduling.k8s.io", "PriorityClass"}, {"apiextensions.k8s.io", "CustomResourceDefinition"}} {
+		cluster = append(cluster, release.ScopeRule{Group: gk[0], Kind: gk[1], Names: []string{"*"}})
+	}
 	return NewScopedPostRenderer(rm, kc, owner, labels, release.Scope{
-		ClusterScoped: []release.ScopeRule{{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Names: []string{"*"}}},
+		ClusterScoped: cluster,
 		Namespaced:    []release.ScopeRule{{Kind: "ConfigMap", Namespaces: []string{"other"}, Names: []string{"*"}}},
 	})
 }

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/helmapp/helm-app-operator/internal/dependents"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -88,6 +90,9 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		} else {
 			err = runner.Uninstall(false)
 		}
+		if err == nil && runner.FoundNoRecords() {
+			err = r.sweepLeftovers(ctx, obj, runner)
+		}
 	}
 	if err != nil {
 		// A failed uninstall may have removed part of the release and marked
@@ -113,6 +118,40 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 	}
 	*prev = next
 	return r.removeFinalizer(ctx, obj, "The release was uninstalled")
+}
+
+// sweepLeftovers deletes what the release left outside the resource's
+// namespace when Helm found no record of it to uninstall (its namespace's
+// deletion took the records first): the objects of the kinds and names the
+// watch's scope allows that the operator marked as the resource's
+// (release.Leftovers). Without a scope there is nothing to look for.
+func (r *Reconciler) sweepLeftovers(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner) error {
+	if len(runner.Scope.ClusterScoped) == 0 && len(runner.Scope.Namespaced) == 0 {
+		return nil
+	}
+	// The release's identity looks and deletes: an impersonated one through
+	// its own uncached client; the operator lists through its live reader,
+	// as its client would start an informer for the kind.
+	var reader client.Reader = r.svc.Reader
+	writer := runner.Writer
+	if writer != nil {
+		reader = writer
+	} else {
+		writer = r.svc.Client
+	}
+	owner := obj.GroupVersionKind().GroupKind()
+	deleted, err := release.Leftovers{Reader: reader, Mapper: r.svc.RESTMapper, Objects: writer, Selector: dependents.Selector()}.
+		Sweep(ctx, runner.Scope, owner, obj.GetNamespace(), obj.GetName())
+	if len(deleted) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Release "+runner.Name+" had no record left to uninstall; deleted the objects it left outside namespace "+obj.GetNamespace(),
+			"objects", deleted)
+	}
+	if err != nil {
+		return &release.Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,
+			Summary: fmt.Sprintf("Uninstall of release %s failed: it had no record left, and deleting what it left outside namespace %s failed", runner.Name, obj.GetNamespace()),
+			Err:     err}
+	}
+	return nil
 }
 
 // deleteUnnamed lets a resource that names no ServiceAccount, while one is

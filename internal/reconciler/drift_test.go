@@ -107,3 +107,34 @@ func typeName(o client.Object) string {
 	}
 	return "?"
 }
+
+// TestNullFieldsOfTheManifestAreNotDrift (issue 39): a chart that writes
+// `annotations:` with nothing under it (null), as sealed-secrets does on its
+// Roles, RoleBindings and Deployment. A re-apply that restores a deleted
+// object of the release leaves that one alone: not named as drift, and
+// Helm's ownership annotations, which the API server keeps beside the
+// manifest's nothing, still on it. Before, the re-apply patched its
+// annotations to null, named it "(changed)" and deleted Helm's annotations,
+// after which later re-applies skipped it as someone else's.
+func TestNullFieldsOfTheManifestAreNotDrift(t *testing.T) {
+	e := newEnvWatching(t, scopeWatches(t, ", watchDependentResources: false"))
+	ctx := context.Background()
+	name := "nulls"
+	cr := e.create(gadgetGVK, name, map[string]any{"label": injecting("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-empty\n  annotations:\ndata:\n  a: b\n")})
+	e.wait(gadgetGVK, name, status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	if err := e.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	e.poke(gadgetGVK, name)
+	ev := e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventDriftCorrected)
+	if !strings.Contains(ev.Message, "Restored 1 objects") || strings.Contains(ev.Message, name+"-empty") {
+		t.Errorf("DriftCorrected event %q: want only ConfigMap %s restored", ev.Message, name)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name + "-empty"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Annotations["meta.helm.sh/release-name"] != name {
+		t.Errorf("ConfigMap %s-empty lost Helm's ownership annotations: %v", name, cm.Annotations)
+	}
+}

@@ -57,8 +57,17 @@ func normalizeSecret(u *unstructured.Unstructured) {
 // are left alone. Kinds client-go knows get a strategic merge patch, so lists
 // with merge keys (containers, ports) are compared element by element; other
 // kinds (custom resources) a JSON merge patch.
+//
+// A field the manifest writes as null (a chart's `annotations:` or `env:`
+// with nothing under it) is a field it does not set: the API server drops it
+// on create, so the live object lacks it or holds what others added there
+// (Helm's meta.helm.sh annotations, the Deployment controller's revision).
+// Kept in want, it made a patch that set it to null, deleting what others
+// added, after every restart (issue 39, found on sealed-secrets' Roles,
+// RoleBindings and Deployment: a DriftCorrected event no one caused, and
+// Helm's ownership annotations gone).
 func driftPatch(want, live *unstructured.Unstructured) (client.Patch, error) {
-	wantJSON, err := json.Marshal(want.Object)
+	wantJSON, err := json.Marshal(withoutNulls(want.Object))
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +99,33 @@ func driftPatch(want, live *unstructured.Unstructured) (client.Patch, error) {
 		return nil, nil
 	}
 	return client.RawPatch(pt, patch), nil
+}
+
+// withoutNulls returns v with the null fields of its maps dropped, at any
+// depth (lists' elements included); v is not changed.
+func withoutNulls(v map[string]any) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, e := range v {
+		if e == nil {
+			continue
+		}
+		out[k] = withoutNullsIn(e)
+	}
+	return out
+}
+
+func withoutNullsIn(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return withoutNulls(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = withoutNullsIn(e)
+		}
+		return out
+	}
+	return v
 }
 
 // withoutOrderDirectives drops the $setElementOrder directives of a strategic

@@ -104,6 +104,53 @@ func TestDriftPatch(t *testing.T) {
 	}
 }
 
+// TestDriftPatchNullFieldsAreNotSet (issue 39): sealed-secrets writes
+// `annotations:` and a container's `env:` with nothing under them (null).
+// The API server stores neither; what others put there (Helm's ownership
+// annotations, the Deployment controller's revision) is no drift, and no
+// patch deletes it. A field the manifest does set is still restored.
+func TestDriftPatchNullFieldsAreNotSet(t *testing.T) {
+	want := decode(t, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns, labels: {app: web}, annotations: null}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: null}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        env: null
+        ports: [{name: http, containerPort: 80}]
+`)
+	live := decode(t, liveDeployment)
+	live.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "web", "meta.helm.sh/release-namespace": "ns",
+		"deployment.kubernetes.io/revision": "1"})
+	if p, err := driftPatch(want, live); err != nil || p != nil {
+		var data []byte
+		if p != nil {
+			data, _ = p.Data(nil)
+		}
+		t.Errorf("null fields of the manifest found as drift: %s %v", data, err)
+	}
+	_ = unstructured.SetNestedField(live.Object, int64(5), "spec", "replicas")
+	p, err := driftPatch(want, live)
+	if err != nil || p == nil {
+		t.Fatalf("replicas changed: no patch (%v)", err)
+	}
+	if data, _ := p.Data(nil); strings.Contains(string(data), "annotations") || !strings.Contains(string(data), `"replicas":2`) {
+		t.Errorf("patch %s: want replicas restored and the annotations left alone", data)
+	}
+	role := decode(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r, namespace: ns, annotations: null}\nrules: [{apiGroups: [''], resources: [secrets], verbs: [get]}]\n")
+	liveRole := decode(t, "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r, namespace: ns, annotations: {meta.helm.sh/release-name: r}}\nrules: [{apiGroups: [''], resources: [secrets], verbs: [get]}]\n")
+	if p, err := driftPatch(role, liveRole); err != nil || p != nil {
+		t.Errorf("a Role with null annotations found drifted: %v %v", p, err)
+	}
+}
+
 func TestDriftPatchSecretStringData(t *testing.T) {
 	want := decode(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: ns}\nstringData: {token: abc}\n")
 	normalizeSecret(want)

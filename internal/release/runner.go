@@ -121,6 +121,8 @@ type Runner struct {
 
 	// crdsApplied names the CRDs this run created or updated.
 	crdsApplied []string
+	// noRecords: an Uninstall found no record of the release (FoundNoRecords).
+	noRecords bool
 	// assumedNone: the observation took the release to have no record, as
 	// the metadata cache showed, without listing its history (see
 	// observeNone).

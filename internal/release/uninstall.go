@@ -56,7 +56,8 @@ func (r *Runner) Uninstall(keepHistory bool) error {
 }
 
 // uninstall runs Helm's uninstall; a release already gone, or already
-// uninstalled when keeping history, is a success.
+// uninstalled when keeping history, is a success. A release Helm finds no
+// record of is noted (FoundNoRecords).
 func (r *Runner) uninstall(keepHistory bool) error {
 	_, err := r.Client.Uninstall(r.Name, func(u *action.Uninstall) error {
 		u.KeepHistory = keepHistory
@@ -64,8 +65,17 @@ func (r *Runner) uninstall(keepHistory bool) error {
 		r.Options.uninstall(u)
 		return nil
 	})
-	if errors.Is(err, driver.ErrReleaseNotFound) || (keepHistory && err != nil && strings.Contains(err.Error(), "is already deleted")) {
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		r.noRecords = true
+		return nil
+	}
+	if keepHistory && err != nil && strings.Contains(err.Error(), "is already deleted") {
 		return nil
 	}
 	return err
 }
+
+// FoundNoRecords tells that an Uninstall of this runner found no record of
+// the release: nothing was uninstalled, and what the release holds outside
+// its namespace, if anything, is left for Leftovers to find.
+func (r *Runner) FoundNoRecords() bool { return r.noRecords }

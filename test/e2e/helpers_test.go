@@ -83,6 +83,8 @@ type watchOptions struct {
 	// an absolute path, or a directory under test/e2e/testdata/charts; and
 	// hookedStorage its watch's storage field.
 	hookedChart, hookedStorage string
+	// hookedScope, when set, is the Hooked watch's scope field.
+	hookedScope map[string]any
 	// timeout, when set, is set on every watch.
 	timeout string
 	// maxConcurrentReconciles, when set, is set on every watch.
@@ -120,7 +122,7 @@ func newEnv(t *testing.T, prefix string, w watchOptions) *env {
 	e.logPath = filepath.Join(e.dir, "operator.log")
 	e.kubectl("create", "namespace", e.ns)
 	t.Cleanup(func() {
-		if _, err := e.tryKubectl("delete", "namespace", e.ns, "--wait=false"); err != nil {
+		if _, err := e.tryKubectl("delete", "namespace", e.ns, "--wait=false", "--ignore-not-found"); err != nil {
 			t.Errorf("deleting namespace %s: %v", e.ns, err)
 		}
 	})
@@ -223,6 +225,9 @@ func writeWatches(path string, w watchOptions) error {
 		}
 		if w.hookedStorage != "" {
 			entry["storage"] = w.hookedStorage
+		}
+		if w.hookedScope != nil {
+			entry["scope"] = w.hookedScope
 		}
 		entries = append(entries, entry)
 	}
