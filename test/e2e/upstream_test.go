@@ -65,13 +65,15 @@ func TestUpstreamCharts(t *testing.T) {
 // generated for sealed-secrets (every grant on ClusterRoleBindings, a
 // cluster-scoped kind the chart creates) and runs the operator under the
 // rest: the sample is refused before Helm runs, Ready=False PermissionDenied
-// naming exactly that permission, and nothing is installed.
+// naming exactly that permission, and nothing is installed. The rule given
+// back, the refused install is retried and the sample becomes Ready with no
+// edit.
 func TestUpstreamPermissionDenied(t *testing.T) {
 	p := newProject(t)
 	p.addChart(sealedSecretsChart.dir(t), "SealedSecretsController", "security")
 	manager := p.build()
-	namespaced, cluster := p.generatedRoles()
-	cluster, err := withoutResource(cluster, "rbac.authorization.k8s.io", "clusterrolebindings")
+	namespaced, generated := p.generatedRoles()
+	cluster, err := withoutResource(generated, "rbac.authorization.k8s.io", "clusterrolebindings")
 	if err != nil {
 		t.Fatalf("the generated manager-cluster-role: %v", err)
 	}
@@ -90,5 +92,13 @@ func TestUpstreamPermissionDenied(t *testing.T) {
 	}
 	if l := r.helmList(); len(l) != 0 {
 		t.Errorf("helm list -n %s --all: %+v, want nothing: the install was refused before Helm ran", r.ns, l)
+	}
+
+	// The generated roles whole again (a ClusterRole's change wakes no
+	// resource: the refused install is retried by its backoff).
+	r.apply("grants", r.grants(namespaced, generated))
+	r.wait(name, "the sample "+name+" Ready once the rule is granted", func(n *nginx) bool { return n.is("Ready", metav1.ConditionTrue) })
+	if l := r.helmList(); len(l) != 1 || l[0].Status != "deployed" || l[0].Revision != "1" {
+		t.Errorf("helm list -n %s --all: %+v, want revision 1 deployed", r.ns, l)
 	}
 }
