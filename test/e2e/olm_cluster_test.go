@@ -81,6 +81,26 @@ type olmRun struct {
 	tlsDir, casDir string
 	catalogdAddr   string
 	procs          []*operator
+	// root is the project shipped and run (its Makefile, watches.yaml and
+	// helm-charts/), manager its operator binary; empty, the suite's
+	// checkout and operator.
+	root, manager string
+}
+
+// projectRoot is the root of the project shipped and run.
+func (o *olmRun) projectRoot() string {
+	if o.root != "" {
+		return o.root
+	}
+	return suite.root
+}
+
+// managerBinary is the operator binary of the project shipped and run.
+func (o *olmRun) managerBinary() string {
+	if o.manager != "" {
+		return o.manager
+	}
+	return suite.manager
 }
 
 // olmBins builds (once, cached) catalogd and operator-controller.
@@ -151,7 +171,7 @@ func (o *olmRun) ship(version, replaces string, related map[string]string, older
 func (o *olmRun) make(target string, vars ...string) string {
 	o.t.Helper()
 	start := time.Now()
-	cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", suite.root, target}, vars...)...)
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", o.projectRoot(), target}, vars...)...)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		o.t.Fatalf("make %s %s: %v\n%s", target, strings.Join(vars, " "), err, b)
@@ -176,8 +196,16 @@ func goarch() string {
 // kwok never pulls them.
 func (o *olmRun) standIns() map[string]string {
 	o.t.Helper()
+	return o.pushStandIns(map[string]string{"RELATED_IMAGE_NGINX": "stand-in/nginx:1.27.3", "RELATED_IMAGE_ECHO": "stand-in/echo:1.0.0"})
+}
+
+// pushStandIns pushes a small random image to each repository of repos
+// (RELATED_IMAGE_* variable to repository:tag) and returns each variable's
+// image by digest.
+func (o *olmRun) pushStandIns(repos map[string]string) map[string]string {
+	o.t.Helper()
 	related := map[string]string{}
-	for v, repo := range map[string]string{"RELATED_IMAGE_NGINX": "stand-in/nginx:1.27.3", "RELATED_IMAGE_ECHO": "stand-in/echo:1.0.0"} {
+	for v, repo := range repos {
 		im, err := random.Image(512, 1)
 		if err != nil {
 			o.t.Fatal(err)

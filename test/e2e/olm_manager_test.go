@@ -26,7 +26,8 @@ import (
 // startManager runs the manager binary as ServiceAccount sa of the install
 // namespace (a TokenRequest token) with the args and env of dep's manager
 // container, from the checkout's root, which is laid out as the image's
-// working directory (watches.yaml, helm-charts/). Two adjustments for a
+// working directory (watches.yaml, helm-charts/); or, when o.root is set,
+// that project's binary from its root. Two adjustments for a
 // process outside a pod: the bind addresses get free loopback ports, and
 // --leader-election-namespace is the pod's namespace, which in a pod it
 // would read from its service account directory.
@@ -56,7 +57,7 @@ func (o *olmRun) startManager(apps *env, dep *appsv1.Deployment, sa, logName str
 	logPath := filepath.Join(apps.dir, logName)
 	// Not the test's environment: only what the pod would have, plus PATH
 	// and HOME.
-	proc, err := controlplane.StartProcess(controlplane.Command{Name: "the manager", Binary: suite.manager, Args: args, Dir: suite.root,
+	proc, err := controlplane.StartProcess(controlplane.Command{Name: "the manager", Binary: o.managerBinary(), Args: args, Dir: o.projectRoot(),
 		Env: append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + apps.dir}, env...), OnlyEnv: true, LogPath: logPath, KillWithParent: true})
 	if err != nil {
 		o.t.Fatal(err)
