@@ -91,7 +91,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 			err = runner.Uninstall(false)
 		}
 		if err == nil && runner.FoundNoRecords() {
-			err = r.sweepLeftovers(ctx, obj, runner)
+			err = r.sweepLeftovers(ctx, obj, runner, status.RevisionStored(*prev))
 		}
 	}
 	if err != nil {
@@ -125,7 +125,14 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 // deletion took the records first): the objects of the kinds and names the
 // watch's scope allows that the operator marked as the resource's
 // (release.Leftovers). Without a scope there is nothing to look for.
-func (r *Reconciler) sweepLeftovers(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner) error {
+//
+// stored says whether the status ever named a revision Helm stored. When it
+// did not (an install refused before Helm wrote anything, e.g. for a
+// permission the identity lacks), nothing of the release can be left, and a
+// sweep that fails — typically for the same missing permission, to list a
+// scope's kind — must not hold the finalizer: it is logged and the deletion
+// goes on.
+func (r *Reconciler) sweepLeftovers(ctx context.Context, obj *unstructured.Unstructured, runner *release.Runner, stored bool) error {
 	if len(runner.Scope.ClusterScoped) == 0 && len(runner.Scope.Namespaced) == 0 {
 		return nil
 	}
@@ -145,6 +152,11 @@ func (r *Reconciler) sweepLeftovers(ctx context.Context, obj *unstructured.Unstr
 	if len(deleted) > 0 {
 		ctrl.LoggerFrom(ctx).Info("Release "+runner.Name+" had no record left to uninstall; deleted the objects it left outside namespace "+obj.GetNamespace(),
 			"objects", deleted)
+	}
+	if err != nil && !stored {
+		ctrl.LoggerFrom(ctx).Info("Release "+runner.Name+" never stored a revision; looking for objects it left outside namespace "+obj.GetNamespace()+" failed, and the deletion goes on",
+			"error", err.Error())
+		return nil
 	}
 	if err != nil {
 		return &release.Error{Reason: status.ReasonUninstallError, Action: status.ActionUninstall,

@@ -86,3 +86,28 @@ func TestDeletionWithoutRecordsDeletesLeftoversOutsideTheNamespace(t *testing.T)
 	}
 	e.wait(gadgetGVK, neighbour, status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 }
+
+// TestDeletionOfARefusedInstallIsNotHeldByTheSweep (issue 39): a resource
+// whose install was refused before Helm stored anything (its ServiceAccount
+// may not create the chart's ClusterRole: Ready=False PermissionDenied) is
+// deleted while that ServiceAccount may not list ClusterRoles either. No
+// release ever existed, so there is nothing outside the namespace to look
+// for: the resource goes. Before, the leftover sweep ran as the
+// ServiceAccount, failed to list ClusterRoles and held the finalizer with
+// UninstallError until someone granted the right (found by the e2e test of
+// the real charts under their generated RBAC with a rule removed).
+func TestDeletionOfARefusedInstallIsNotHeldByTheSweep(t *testing.T) {
+	e := newEnvWatching(t, scopeWatches(t, `, scope: {clusterScoped: [{group: rbac.authorization.k8s.io, kind: ClusterRole, names: ["{{release}}-*"]}]}`), withServiceAccounts)
+	e.tenant()
+	name := "refused"
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + "-reader"}})
+	})
+	doc := "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: " + name + "-reader\nrules: []\n"
+	e.createAnnotated(name, map[string]any{"label": injecting(doc)}, map[string]string{release.AnnotationServiceAccount: "tenant"})
+	e.wait(gadgetGVK, name, status.TypeReady, metav1.ConditionFalse, status.ReasonPermissionDenied)
+	if err := e.c.Delete(context.Background(), tu.NewCR(gadgetGVK, e.ns, name, nil)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(gadgetGVK, name)
+}

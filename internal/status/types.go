@@ -114,3 +114,9 @@ type TestHook struct {
 	StartedAt   *metav1.Time `json:"startedAt,omitempty"`
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }
+
+// RevisionStored tells whether st ever named a revision Helm stored for the
+// resource: a deployed one, or a failed attempt that Helm recorded.
+func RevisionStored(st Status) bool {
+	return st.DeployedRelease != nil || (st.FailedRelease != nil && st.FailedRelease.Revision > 0)
+}
