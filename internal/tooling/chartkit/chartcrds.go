@@ -229,18 +229,14 @@ func removeChartCRDs(root string, k kindNames) error {
 // in gone. Their descriptions say whose they are; the operator serves none
 // of them, so they carry no descriptors (the console shows their own schema).
 func writeChartCRDsOwned(root string, k kindNames, chartName string, crds []chartCRD, gone []string) error {
-	path, err := csvPath(root)
-	if err != nil || path == "" {
-		return err
-	}
-	doc, _, err := readDoc(path)
-	if err != nil {
-		return err
-	}
-	owned, err := ownedList(doc)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
+	_, err := editOwned(root, func(_ string, owned *yaml.Node) error {
+		return upsertChartCRDs(owned, k, chartName, crds, gone)
+	})
+	return err
+}
+
+// upsertChartCRDs puts crds into the owned list and takes gone out of it.
+func upsertChartCRDs(owned *yaml.Node, k kindNames, chartName string, crds []chartCRD, gone []string) error {
 	removeItems(owned, func(n *yaml.Node) bool { return slices.Contains(gone, str(n, "name")) })
 	for _, c := range crds {
 		d := v1alpha1.CRDDescription{
@@ -263,12 +259,7 @@ func writeChartCRDsOwned(root string, k kindNames, chartName string, crds []char
 			owned.Content[at] = n
 		}
 	}
-	out, err := encodeDoc(doc)
-	if err != nil {
-		return err
-	}
-	_, err = writeIfChanged(path, out)
-	return err
+	return nil
 }
 
 // storageVersion is the CRD's stored version (the first served one if none

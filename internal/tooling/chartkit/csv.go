@@ -2,6 +2,7 @@ package chartkit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -237,8 +238,13 @@ func ownedList(doc *yaml.Node) (*yaml.Node, error) {
 	return owned, nil
 }
 
-// writeCSV adds or updates the kind's owned CRD in the base CSV.
-func writeCSV(root string, in ownedInput) (bool, error) {
+// errUnchanged, returned by an edit of editOwned, leaves the CSV unwritten.
+var errUnchanged = errors.New("unchanged")
+
+// editOwned reads the base CSV, lets edit change its owned CRD list, and
+// writes it back when its bytes changed (never when edit returns
+// errUnchanged). A project without a base CSV has nothing to edit.
+func editOwned(root string, edit func(path string, owned *yaml.Node) error) (bool, error) {
 	path, err := csvPath(root)
 	if err != nil || path == "" {
 		return false, err
@@ -251,30 +257,10 @@ func writeCSV(root string, in ownedInput) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", path, err)
 	}
-	at := -1
-	var old *v1alpha1.CRDDescription
-	for i, n := range owned.Content {
-		if str(n, "kind") == in.names.Kind {
-			raw, err := encodeDoc(n)
-			if err != nil {
-				return false, err
-			}
-			old = &v1alpha1.CRDDescription{}
-			if err := sigsyaml.Unmarshal(raw, old); err != nil {
-				return false, fmt.Errorf("%s: owned CRD %s: %w", path, in.names.Kind, err)
-			}
-			at = i
-		}
-	}
-	n, err := toNode(ownedCRD(in, old))
-	if err != nil {
+	if err := edit(path, owned); errors.Is(err, errUnchanged) {
+		return false, nil
+	} else if err != nil {
 		return false, err
-	}
-	switch {
-	case at < 0:
-		appendBlock(owned, n)
-	case !sameNode(owned.Content[at], n):
-		owned.Content[at] = n
 	}
 	out, err := encodeDoc(doc)
 	if err != nil {
@@ -283,26 +269,47 @@ func writeCSV(root string, in ownedInput) (bool, error) {
 	return writeIfChanged(path, out)
 }
 
+// writeCSV adds or updates the kind's owned CRD in the base CSV.
+func writeCSV(root string, in ownedInput) (bool, error) {
+	return editOwned(root, func(path string, owned *yaml.Node) error { return upsertOwned(path, owned, in) })
+}
+
+// upsertOwned adds or updates the kind's entry of the owned list.
+func upsertOwned(path string, owned *yaml.Node, in ownedInput) error {
+	at := -1
+	var old *v1alpha1.CRDDescription
+	for i, n := range owned.Content {
+		if str(n, "kind") == in.names.Kind {
+			raw, err := encodeDoc(n)
+			if err != nil {
+				return err
+			}
+			old = &v1alpha1.CRDDescription{}
+			if err := sigsyaml.Unmarshal(raw, old); err != nil {
+				return fmt.Errorf("%s: owned CRD %s: %w", path, in.names.Kind, err)
+			}
+			at = i
+		}
+	}
+	n, err := toNode(ownedCRD(in, old))
+	if err != nil {
+		return err
+	}
+	switch {
+	case at < 0:
+		appendBlock(owned, n)
+	case !sameNode(owned.Content[at], n):
+		owned.Content[at] = n
+	}
+	return nil
+}
+
 // removeCSV removes the kind's owned CRD from the base CSV.
 func removeCSV(root, kind string) (bool, error) {
-	path, err := csvPath(root)
-	if err != nil || path == "" {
-		return false, err
-	}
-	doc, _, err := readDoc(path)
-	if err != nil {
-		return false, err
-	}
-	owned, err := ownedList(doc)
-	if err != nil {
-		return false, fmt.Errorf("%s: %w", path, err)
-	}
-	if !removeItems(owned, func(n *yaml.Node) bool { return str(n, "kind") == kind }) {
-		return false, nil
-	}
-	out, err := encodeDoc(doc)
-	if err != nil {
-		return false, err
-	}
-	return writeIfChanged(path, out)
+	return editOwned(root, func(_ string, owned *yaml.Node) error {
+		if !removeItems(owned, func(n *yaml.Node) bool { return str(n, "kind") == kind }) {
+			return errUnchanged
+		}
+		return nil
+	})
 }
