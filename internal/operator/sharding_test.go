@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +136,9 @@ func TestShardsScopeCachesAndHandOver(t *testing.T) {
 		t.Errorf("Deployment %s has labels %v, want %s=a", depA.Name, depA.Labels, shardKey)
 	}
 
-	// Each instance's caches hold only its own resources and release records.
+	// Each instance's caches hold only its own resources and release records,
+	// named in order (a cache lists in no particular order: comparing its
+	// order timed out once with every expected item there).
 	cacheHolds := func(m manager.Manager) (string, error) {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(tu.NginxGVK.GroupVersion().WithKind("NginxList"))
@@ -151,10 +154,13 @@ func TestShardsScopeCachesAndHandOver(t *testing.T) {
 		if err := m.GetCache().List(ctx, s, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: reconciler.ReleaseRecordSelector}); err != nil {
 			return "", err
 		}
+		var records []string
 		for _, r := range s.Items {
-			names = append(names, "record of "+r.Labels["name"])
+			records = append(records, "record of "+r.Labels["name"])
 		}
-		return strings.Join(names, ", "), nil
+		slices.Sort(names)
+		slices.Sort(records)
+		return strings.Join(append(names, records...), ", "), nil
 	}
 	wantCache := func(m manager.Manager, which, want string) {
 		t.Helper()
