@@ -423,7 +423,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 		recordsView = c.WrapRecords(recordsView)
 	}
 	shared, err := reconciler.NewServices(reconciler.Services{
-		Client: cl, Cache: resources, Reader: reader, RESTMapper: mgr.GetRESTMapper(),
+		Client: cl, Cache: resources, Reader: reader, Live: mgr.GetAPIReader(), RESTMapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder("helm-app-operator"), Tracker: tracker, Warnings: warned,
 		ActionClientGetter: getter, ShardKeys: sh.keys, Shard: sh.selector,
 		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
@@ -505,7 +505,21 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		Rollout:       &w.Rollout,
 		Identity:      policyOf(w, c),
 		Scope:         scopeOf(w),
+		Drift:         driftOf(w),
 	}
+}
+
+// driftOf is the drift policy of the watch w (watches.yaml drift).
+func driftOf(w watches.Watch) release.DriftPolicy {
+	p := release.DriftPolicy{Mode: w.Drift.Mode}
+	for _, r := range w.Drift.Ignore {
+		i := release.DriftIgnore{Paths: r.Paths, Manager: r.Manager, Subresource: r.Subresource}
+		if t := r.Target; t != nil {
+			i.Target = release.DriftTarget{APIVersion: t.APIVersion, Kind: t.Kind, Name: t.Name}
+		}
+		p.Ignore = append(p.Ignore, i)
+	}
+	return p
 }
 
 // scopeOf is the release scope of the watch w (watches.yaml scope).
