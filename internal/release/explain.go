@@ -3,6 +3,9 @@ package release
 import (
 	"context"
 	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,8 +72,15 @@ func (r *Runner) restoration(want, live *unstructured.Unstructured) (*restoratio
 	}
 	found := driftedObject(want)
 	var ignored []driftField
+	now := metav1.NewTime(r.now().Truncate(time.Second)) // as managedFields' times
 	for _, f := range fields {
 		a := actorOf(f, live.GetManagedFields())
+		if a.Manager != "" && a.Time == nil {
+			// Kubernetes records no time in the entry of a write through
+			// the scale subresource: when the drift was found is the
+			// nearest known.
+			a.Time, a.TimeObserved = &now, true
+		}
 		if r.Drift.ignores(found, a) {
 			ignored = append(ignored, f)
 			continue

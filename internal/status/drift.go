@@ -60,8 +60,11 @@ type DriftedField struct {
 	Subresource string `json:"subresource,omitempty"`
 	// Time is the entry's time: the manager's last write that changed any
 	// of its fields, to the second. It is not necessarily the write of
-	// this field.
-	Time *metav1.Time `json:"time,omitempty"`
+	// this field. When the entry records no time (Kubernetes records none
+	// for a write through the scale subresource), Time is when the
+	// operator found the drift, and TimeObserved is true.
+	Time         *metav1.Time `json:"time,omitempty"`
+	TimeObserved bool         `json:"timeObserved,omitempty"`
 }
 
 // DriftFound is what one re-apply found: the objects that drifted, in the
@@ -105,7 +108,10 @@ func (f DriftedField) describe() string {
 		how += ", " + f.Subresource
 	}
 	s := fmt.Sprintf("%s changed by %s (%s)", f.Path, f.Manager, how)
-	if f.Time != nil {
+	switch {
+	case f.Time != nil && f.TimeObserved:
+		s += ", found at " + f.Time.UTC().Format("2006-01-02T15:04:05Z")
+	case f.Time != nil:
 		s += " at " + f.Time.UTC().Format("2006-01-02T15:04:05Z")
 	}
 	return s
