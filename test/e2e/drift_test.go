@@ -174,6 +174,7 @@ func TestDriftByKubectlNamesWhoChangedWhat(t *testing.T) {
 		r, err := e.replicas(ctx)
 		return err == nil && r == 2, fmt.Sprintf("replicas %d %v", r, err)
 	})
+	t.Logf("kubectl describe nginx web, after the scale:\n%s", e.kubectl("describe", "nginx", "web"))
 
 	const value = "page-by-alice-5d1c"
 	patched := time.Now()
@@ -184,7 +185,6 @@ func TestDriftByKubectlNamesWhoChangedWhat(t *testing.T) {
 	}
 	within(t, "/data/index.html", f.time, patched)
 	e.waitDriftEvent("web", "DriftCorrected", "ConfigMap web: /data/index.html changed by alice (Update) at ")
-	t.Logf("kubectl describe nginx web:\n%s", e.kubectl("describe", "nginx", "web"))
 
 	_, status, err := e.drift(ctx, "web")
 	if err != nil {
