@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,9 +13,11 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
@@ -275,7 +278,13 @@ func TestDriftNamesWhoChangedWhat(t *testing.T) {
 // nor corrected.
 func TestDriftWarnsAndIgnores(t *testing.T) {
 	t.Parallel()
-	e := newEnvWatching(t, testWatches(t, "drift: {mode: warn, ignore: [{paths: [/spec/replicas], manager: tester}]}"))
+	var liveReads atomic.Int64 // of ConfigMap web, past the cache
+	e := newEnvWatching(t, testWatches(t, "drift: {mode: warn, ignore: [{paths: [/spec/replicas], manager: tester}]}"),
+		func(c *operator.Config) {
+			c.WrapLive = func(r client.Reader) client.Reader {
+				return countingReader{Reader: r, count: &liveReads, kind: "ConfigMap", name: "web"}
+			}
+		})
 	cr := e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
 	e.wait(tu.NginxGVK, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	ctx := context.Background()
@@ -315,6 +324,11 @@ func TestDriftWarnsAndIgnores(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d DriftDetected events, want one for the one drift", n)
 	}
+	// Who changed the ConfigMap was read once: the re-applies that found
+	// the same version drifted again remembered it.
+	if n := liveReads.Load(); n != 1 {
+		t.Errorf("ConfigMap web read %d times past the cache, want once for its one drifted version", n)
+	}
 	cm, dep := &corev1.ConfigMap{}, &appsv1.Deployment{}
 	if err := e.c.Get(ctx, key, cm); err != nil || cm.Data["index.html"] != "changed" {
 		t.Errorf("the ConfigMap was restored in warn mode: %v %v", cm.Data, err)
@@ -327,4 +341,18 @@ func TestDriftWarnsAndIgnores(t *testing.T) {
 			t.Errorf("status.drift names the ignored scale: %+v", o)
 		}
 	}
+}
+
+// countingReader counts the reads of one object.
+type countingReader struct {
+	client.Reader
+	count      *atomic.Int64
+	kind, name string
+}
+
+func (r countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == r.kind && key.Name == r.name {
+		r.count.Add(1)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
