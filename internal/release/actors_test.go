@@ -2,6 +2,7 @@ package release
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,35 @@ func equalFields(a, b []status.DriftedField) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// The memo hands out copies (a restoring write decodes the server's answer
+// into its object), remembers "no drift" too, and starts afresh when full.
+func TestDriftMemo(t *testing.T) {
+	m := NewDriftMemo()
+	k := driftKey{uid: "u1", version: "7", release: "ns/web", revision: 1}
+	w := &restoration{verb: "patch", obj: decode(t, liveDeployment), name: "Deployment web"}
+	m.put(k, w)
+	got, ok := m.get(k)
+	if !ok || got == nil || got.name != w.name {
+		t.Fatalf("get = %v, %v", got, ok)
+	}
+	got.obj.SetResourceVersion("8")
+	if again, _ := m.get(k); again.obj.GetResourceVersion() != "7" {
+		t.Error("a use changed the remembered object")
+	}
+	none := driftKey{uid: "u2", version: "1"}
+	m.put(none, nil)
+	if got, ok := m.get(none); !ok || got != nil {
+		t.Errorf("no drift not remembered: %v %v", got, ok)
+	}
+	if _, ok := m.get(driftKey{uid: "u1", version: "8", release: "ns/web", revision: 1}); ok {
+		t.Error("another version of the object was taken for the one remembered")
+	}
+	for i := 0; i < maxDriftMemo; i++ {
+		m.put(driftKey{uid: "x", version: strconv.Itoa(i)}, nil)
+	}
+	if len(m.m) > maxDriftMemo {
+		t.Errorf("the memo holds %d entries, more than %d", len(m.m), maxDriftMemo)
+	}
 }

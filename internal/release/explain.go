@@ -25,13 +25,13 @@ import (
 // object version and revision (DriftMemo), so drift left standing (warn
 // mode, an ignored difference) costs one read, not one per reconcile; an
 // object that did not drift costs none.
-func (r *Runner) explain(ctx context.Context, want, live *unstructured.Unstructured, revision int) (*restoration, string, error) {
+func (r *Runner) explain(ctx context.Context, want, live *unstructured.Unstructured, revision int) (*restoration, error) {
 	key := driftKey{uid: live.GetUID(), version: live.GetResourceVersion(),
 		release: r.Namespace + "/" + r.Name, revision: revision}
 	cached := len(live.GetManagedFields()) == 0
 	if cached {
 		if w, ok := r.DriftMemo.get(key); ok {
-			return w, "", nil
+			return w, nil
 		}
 		fresh := &unstructured.Unstructured{}
 		fresh.SetGroupVersionKind(live.GroupVersionKind())
@@ -46,12 +46,12 @@ func (r *Runner) explain(ctx context.Context, want, live *unstructured.Unstructu
 	}
 	w, err := r.restoration(want, live)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if cached {
 		r.DriftMemo.put(key, w)
 	}
-	return w, "", nil
+	return w, nil
 }
 
 // restoration compares live with want and returns the patch that restores

@@ -164,7 +164,8 @@ func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured, t
 	if patch == nil {
 		return nil, "", nil
 	}
-	return r.explain(ctx, want, live, revision)
+	w, err = r.explain(ctx, want, live, revision)
+	return w, "", err
 }
 
 // ownedBy tells whether u carries the Helm ownership annotations of release
