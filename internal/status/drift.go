@@ -117,21 +117,6 @@ func (f DriftedField) describe() string {
 	return s
 }
 
-// Managers lists the distinct field managers named in objs, in order.
-func Managers(objs []DriftedObject) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, o := range objs {
-		for _, f := range o.Fields {
-			if f.Manager != "" && !seen[f.Manager] {
-				seen[f.Manager] = true
-				out = append(out, f.Manager)
-			}
-		}
-	}
-	return out
-}
-
 // DescribeDrift says what drifted, bounded to the first objects: "Deployment
 // web: /spec/replicas changed by kubectl (Update, scale) at ...; ConfigMap
 // web: deleted".
