@@ -170,7 +170,7 @@ func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drif
 		return
 	}
 	note := fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, someNames(drifted))
-	if changed := changedObjects(found); len(changed) > 0 {
+	if changed := changedObjects(found, drifted); len(changed) > 0 {
 		note += "; " + status.DescribeDrift(changed, maxDriftNames)
 	}
 	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
@@ -186,14 +186,16 @@ func (r *Reconciler) driftDetectedEvent(obj *unstructured.Unstructured, rel stri
 			len(found.Objects), rel, status.DescribeDrift(found.Objects, maxDriftNames)), maxEventNote))
 }
 
-// changedObjects are the objects of found that were changed, not deleted.
-func changedObjects(found *status.DriftFound) []status.DriftedObject {
+// changedObjects are the objects of found that were changed (not deleted)
+// and restored: named "Kind name (changed)" in drifted (a correction that
+// failed part-way restored only some).
+func changedObjects(found *status.DriftFound, drifted []string) []status.DriftedObject {
 	if found == nil {
 		return nil
 	}
 	var out []status.DriftedObject
 	for _, o := range found.Objects {
-		if !o.Deleted {
+		if !o.Deleted && slices.Contains(drifted, o.String()+" (changed)") {
 			out = append(out, o)
 		}
 	}
