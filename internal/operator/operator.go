@@ -134,6 +134,9 @@ type Config struct {
 	// WrapReader wraps the uncached reader the reconcilers read the
 	// releases' objects with (readiness, drift, deletion).
 	WrapReader func(client.Reader) client.Reader
+	// WrapLive wraps the uncached reader of a drifted object, read again
+	// for its managedFields (who changed it).
+	WrapLive func(client.Reader) client.Reader
 	// WrapActionClientGetter wraps the getter of each resource's Helm client.
 	WrapActionClientGetter func(helmclient.ActionClientGetter) helmclient.ActionClientGetter
 	// WrapStorage wraps the release storage driver (internal/storage, storage.Mapper). The memo of
@@ -418,12 +421,16 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if c.WrapActionClientGetter != nil {
 		getter = c.WrapActionClientGetter(getter)
 	}
+	live := mgr.GetAPIReader()
+	if c.WrapLive != nil {
+		live = c.WrapLive(live)
+	}
 	var recordsView client.Reader = mgr.GetCache()
 	if c.WrapRecords != nil {
 		recordsView = c.WrapRecords(recordsView)
 	}
 	shared, err := reconciler.NewServices(reconciler.Services{
-		Client: cl, Cache: resources, Reader: reader, RESTMapper: mgr.GetRESTMapper(),
+		Client: cl, Cache: resources, Reader: reader, Live: live, RESTMapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder("helm-app-operator"), Tracker: tracker, Warnings: warned,
 		ActionClientGetter: getter, ShardKeys: sh.keys, Shard: sh.selector,
 		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
@@ -505,6 +512,7 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		Rollout:       &w.Rollout,
 		Identity:      policyOf(w, c),
 		Scope:         scopeOf(w),
+		Drift:         driftOf(w),
 	}
 }
 

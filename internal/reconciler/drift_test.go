@@ -2,16 +2,22 @@ package reconciler_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
@@ -137,4 +143,216 @@ func TestNullFieldsOfTheManifestAreNotDrift(t *testing.T) {
 	if cm.Annotations["meta.helm.sh/release-name"] != name {
 		t.Errorf("ConfigMap %s-empty lost Helm's ownership annotations: %v", name, cm.Annotations)
 	}
+}
+
+// scaleAs scales Deployment name through its scale subresource as field
+// manager, as `kubectl scale` does, and returns when it was written.
+func (e *env) scaleAs(name string, replicas int32, manager string) time.Time {
+	e.t.Helper()
+	at := time.Now()
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}}
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
+	if err := e.c.SubResource("scale").Update(context.Background(), dep, client.WithSubResourceBody(scale), client.FieldOwner(manager)); err != nil {
+		e.t.Fatalf("scaling deployment %s: %v", name, err)
+	}
+	return at
+}
+
+// patchDataAs sets key of ConfigMap name to value as field manager.
+func (e *env) patchDataAs(name, key, value, manager string) time.Time {
+	e.t.Helper()
+	at := time.Now()
+	b, _ := json.Marshal(map[string]any{"data": map[string]any{key: value}})
+	if err := e.c.Patch(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}},
+		client.RawPatch(types.MergePatchType, b), client.FieldOwner(manager)); err != nil {
+		e.t.Fatalf("patching configmap %s: %v", name, err)
+	}
+	return at
+}
+
+// driftOf reads status.drift of the Nginx name.
+func (e *env) driftOf(name string) *status.Drift {
+	e.t.Helper()
+	return status.FromObject(e.get(tu.NginxGVK, name)).Drift
+}
+
+// waitDrift waits until status.drift names path of kind/name with a field
+// of the writer manager, and returns that field.
+func (e *env) waitDrift(cr, kind, object, path, manager string) status.DriftedField {
+	e.t.Helper()
+	var found status.DriftedField
+	tu.Eventually(e.t, time.Minute, "status.drift to name "+kind+" "+object+" "+path+" by "+manager, func() (bool, string) {
+		d := e.driftOf(cr)
+		if d == nil {
+			return false, "no status.drift"
+		}
+		for _, o := range d.Objects {
+			for _, f := range o.Fields {
+				if o.Kind == kind && o.Name == object && f.Path == path && f.Manager == manager {
+					found = f
+					return true, ""
+				}
+			}
+		}
+		b, _ := json.Marshal(d)
+		return false, string(b)
+	})
+	return found
+}
+
+// writtenAround checks that a managedFields time, to the second, is the
+// second of a write made at at.
+func writtenAround(t *testing.T, f status.DriftedField, at time.Time) {
+	t.Helper()
+	if f.Time == nil || f.Time.Before(&metav1.Time{Time: at.Truncate(time.Second)}) || f.Time.Time.After(at.Add(2*time.Second)) {
+		t.Errorf("field %s: time %v, want the second of the write at %s", f.Path, f.Time, at.Format(time.RFC3339Nano))
+	}
+}
+
+// The Drifted condition, status.drift and the DriftCorrected event name
+// each drifted field and who changed it, from the object's managedFields:
+// a scale through the scale subresource, and a ConfigMap's data key
+// changed by another manager, whose value never shows. The release's
+// objects are read from the operator's cache (dependent watches), which
+// holds no managedFields: the drifted object is read once more, live.
+func TestDriftNamesWhoChangedWhat(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cr := e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	e.wait(tu.NginxGVK, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: e.ns, Name: "web"}
+
+	scaled := e.scaleAs("web", 5, "tester")
+	f := e.waitDrift("web", "Deployment", "web", "/spec/replicas", "tester")
+	// Kubernetes records no time in the entry of a scale: the time is
+	// when the operator found the drift, a dependent watch's event after it.
+	if f.Subresource != "scale" || f.Operation != "Update" || !f.TimeObserved {
+		t.Errorf("field %+v: want operation Update through the scale subresource, its time the drift's finding", f)
+	}
+	writtenAround(t, f, scaled)
+	u := e.wait(tu.NginxGVK, "web", status.TypeDrifted, metav1.ConditionFalse, status.ReasonDriftCorrected)
+	if msg := conditionMessage(u, status.TypeDrifted); !strings.Contains(msg, "Deployment web: /spec/replicas changed by tester (Update, scale), found at ") {
+		t.Errorf("Drifted message %q does not name the field and its writer", msg)
+	}
+	checkContract(t, u)
+	ev := e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventDriftCorrected)
+	if !strings.Contains(ev.Message, "/spec/replicas changed by tester (Update, scale)") {
+		t.Errorf("DriftCorrected event %q does not name the writer", ev.Message)
+	}
+	tu.Eventually(t, time.Minute, "the replicas to be restored", func() (bool, string) {
+		dep := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, key, dep); err != nil {
+			return false, err.Error()
+		}
+		return *dep.Spec.Replicas == 2, fmt.Sprintf("replicas %d", *dep.Spec.Replicas)
+	})
+
+	const value = "tampered-page-7f3a9"
+	patched := e.patchDataAs("web", "index.html", value, "alice")
+	f = e.waitDrift("web", "ConfigMap", "web", "/data/index.html", "alice")
+	if f.TimeObserved || f.Operation != "Update" || f.Subresource != "" {
+		t.Errorf("field %+v: want alice's Update with the time managedFields record", f)
+	}
+	writtenAround(t, f, patched)
+	tu.Eventually(t, time.Minute, "a DriftCorrected event naming alice", func() (bool, string) {
+		for _, ev := range e.events(cr) {
+			if ev.Reason == reconciler.EventDriftCorrected && strings.Contains(ev.Message, "ConfigMap web: /data/index.html changed by alice (Update) at ") {
+				return true, ""
+			}
+		}
+		return false, "none yet"
+	})
+	b, _ := json.Marshal(e.get(tu.NginxGVK, "web").Object["status"])
+	evs, _ := json.Marshal(e.events(cr))
+	for what, text := range map[string]string{"the status": string(b), "the events": string(evs), "the operator's log": e.logs.String()} {
+		if strings.Contains(text, value) {
+			t.Errorf("the changed value shows in %s", what)
+		}
+	}
+}
+
+// Warn mode reports drift and writes nothing; its DriftDetected warning is
+// emitted once, not on every re-apply that finds the same drift. An ignore
+// rule by path and manager keeps the scale out of it: neither reported
+// nor corrected.
+func TestDriftWarnsAndIgnores(t *testing.T) {
+	t.Parallel()
+	var liveReads atomic.Int64 // of ConfigMap web, past the cache
+	e := newEnvWatching(t, testWatches(t, "drift: {mode: warn, ignore: [{paths: [/spec/replicas], manager: tester}]}"),
+		func(c *operator.Config) {
+			c.WrapLive = func(r client.Reader) client.Reader {
+				return countingReader{Reader: r, count: &liveReads, kind: "ConfigMap", name: "web"}
+			}
+		})
+	cr := e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	e.wait(tu.NginxGVK, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: e.ns, Name: "web"}
+
+	e.scaleAs("web", 5, "tester")
+	e.patchDataAs("web", "index.html", "changed", "alice")
+	e.waitDrift("web", "ConfigMap", "web", "/data/index.html", "alice")
+	u := e.wait(tu.NginxGVK, "web", status.TypeDrifted, metav1.ConditionTrue, status.ReasonDriftDetected)
+	if msg := conditionMessage(u, status.TypeDrifted); !strings.HasSuffix(msg, "not corrected (the watch's drift mode is warn)") || strings.Contains(msg, "Deployment") {
+		t.Errorf("Drifted message %q: want the ConfigMap alone, not corrected in warn mode", msg)
+	}
+	checkContract(t, u)
+	e.waitEvent(cr, corev1.EventTypeWarning, reconciler.EventDriftDetected)
+
+	writes := e.objectWrites.Load()
+	for i := 0; i < 2; i++ {
+		gets := e.gets.Load()
+		e.poke(tu.NginxGVK, "web")
+		tu.Eventually(t, 30*time.Second, "the poke to be reconciled", func() (bool, string) {
+			return e.gets.Load() > gets, "no reconcile yet"
+		})
+	}
+	time.Sleep(time.Second)
+	if n := e.objectWrites.Load() - writes; n != 0 {
+		t.Errorf("%d object writes in warn mode", n)
+	}
+	n := 0
+	for _, ev := range e.events(cr) {
+		switch ev.Reason {
+		case reconciler.EventDriftDetected:
+			n += int(max(ev.Count, 1))
+		case reconciler.EventDriftCorrected:
+			t.Errorf("DriftCorrected event in warn mode: %q", ev.Message)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d DriftDetected events, want one for the one drift", n)
+	}
+	// Who changed the ConfigMap was read once: the re-applies that found
+	// the same version drifted again remembered it.
+	if n := liveReads.Load(); n != 1 {
+		t.Errorf("ConfigMap web read %d times past the cache, want once for its one drifted version", n)
+	}
+	cm, dep := &corev1.ConfigMap{}, &appsv1.Deployment{}
+	if err := e.c.Get(ctx, key, cm); err != nil || cm.Data["index.html"] != "changed" {
+		t.Errorf("the ConfigMap was restored in warn mode: %v %v", cm.Data, err)
+	}
+	if err := e.c.Get(ctx, key, dep); err != nil || *dep.Spec.Replicas != 5 {
+		t.Errorf("the ignored scale was undone: %v %v", dep.Spec.Replicas, err)
+	}
+	for _, o := range e.driftOf("web").Objects {
+		if o.Kind == "Deployment" {
+			t.Errorf("status.drift names the ignored scale: %+v", o)
+		}
+	}
+}
+
+// countingReader counts the reads of one object.
+type countingReader struct {
+	client.Reader
+	count      *atomic.Int64
+	kind, name string
+}
+
+func (r countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == r.kind && key.Name == r.name {
+		r.count.Add(1)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
 }

@@ -28,8 +28,13 @@ const (
 	// EventUninstallSkipped: the resource was deleted without uninstalling a
 	// release that is not its own.
 	EventUninstallSkipped = "UninstallSkipped"
-	// EventDriftCorrected: a re-apply restored objects that were changed or deleted.
+	// EventDriftCorrected: a re-apply restored objects that were changed or
+	// deleted; the note names, for each changed one, the fields and who
+	// changed them (their field managers).
 	EventDriftCorrected = "DriftCorrected"
+	// EventDriftDetected (Warning): a re-apply found drift and did not
+	// correct it (watches.yaml drift.mode warn); once per new drift.
+	EventDriftDetected = "DriftDetected"
 	// EventReapplySkipped: a re-apply left objects of the deployed
 	// revision alone: they are not the release's own (no Helm ownership
 	// annotations of it), or are missing while the record is not one the
@@ -68,7 +73,7 @@ const maxEventNote = 1000
 // that a user reads that a release was installed while its test hooks run,
 // not once they ended; out is the outcome before the pass, p the pass so
 // far. A failure that ends the pass has its event in failed.
-func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, out status.Outcome, step release.Step, p *release.Pass, redactor status.Redactor) {
+func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, prev status.Status, out status.Outcome, step release.Step, p *release.Pass, redactor status.Redactor) {
 	switch step {
 	case release.StepClaimed:
 		if p.Adopted {
@@ -82,7 +87,10 @@ func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, out status.Outco
 			r.warningEvents(obj, res.Action, p.Warned, redactor)
 		}
 		r.supersededEvent(obj, p.RunErr)
-		r.driftEvent(obj, obj.GetName(), res.Drifted)
+		r.driftEvent(obj, obj.GetName(), res.Drifted, res.Drift)
+		if d := res.Drift; d != nil && !d.Corrected && p.RunErr == nil && status.NewDrift(prev, d) {
+			r.driftDetectedEvent(obj, obj.GetName(), d)
+		}
 		r.skippedEvent(obj, obj.GetName(), res.Skipped)
 		r.crdsEvent(obj, res.Action, res.CRDsApplied)
 		if res.Unlocked != nil {
@@ -154,14 +162,44 @@ func (r *Reconciler) adoptedEvent(obj *unstructured.Unstructured, st release.Sta
 		st.Latest.Name, st.Latest.Version)
 }
 
-// driftEvent emits the Normal event naming the objects a re-apply restored;
-// none when nothing drifted.
-func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drifted []string) {
+// driftEvent emits the Normal event naming the objects a re-apply restored
+// and, for each changed one, its fields and their writers (found); none
+// when nothing drifted.
+func (r *Reconciler) driftEvent(obj *unstructured.Unstructured, rel string, drifted []string, found *status.DriftFound) {
 	if len(drifted) == 0 {
 		return
 	}
+	note := fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, someNames(drifted))
+	if changed := changedObjects(found, drifted); len(changed) > 0 {
+		note += "; " + status.DescribeDrift(changed, maxDriftNames)
+	}
 	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventDriftCorrected, status.ActionReconcile, "%s",
-		status.Bound(fmt.Sprintf("Restored %d objects of release %s that drifted from its manifest: %s", len(drifted), rel, someNames(drifted)), maxEventNote))
+		status.Bound(note, maxEventNote))
+}
+
+// driftDetectedEvent emits the Warning event of drift a re-apply found and
+// did not correct (watches.yaml drift.mode warn): once per new drift, not
+// on every re-apply that finds it again.
+func (r *Reconciler) driftDetectedEvent(obj *unstructured.Unstructured, rel string, found *status.DriftFound) {
+	r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventDriftDetected, status.ActionReconcile, "%s",
+		status.Bound(fmt.Sprintf("%d objects of release %s drifted from its manifest, not corrected (drift mode warn): %s",
+			len(found.Objects), rel, status.DescribeDrift(found.Objects, maxDriftNames)), maxEventNote))
+}
+
+// changedObjects are the objects of found that were changed (not deleted)
+// and restored: named "Kind name (changed)" in drifted (a correction that
+// failed part-way restored only some).
+func changedObjects(found *status.DriftFound, drifted []string) []status.DriftedObject {
+	if found == nil {
+		return nil
+	}
+	var out []status.DriftedObject
+	for _, o := range found.Objects {
+		if !o.Deleted && slices.Contains(drifted, o.String()+" (changed)") {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // skippedEvent emits the Warning event naming the objects a re-apply left

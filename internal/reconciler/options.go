@@ -67,6 +67,9 @@ type Kind struct {
 	// Scope is what the releases may hold beyond their namespace
 	// (watches.yaml scope; release.Scope).
 	Scope release.Scope
+	// Drift is what a re-apply does with drift (watches.yaml drift;
+	// release.DriftPolicy).
+	Drift release.DriftPolicy
 }
 
 // Services are what every reconciler of the process shares, built once
@@ -83,6 +86,9 @@ type Services struct {
 	// scope.
 	Reader     client.Reader
 	RESTMapper meta.RESTMapper
+	// Live reads a release's object uncached, with its managedFields, once
+	// the drift check found it drifted (who changed what); nil means Reader.
+	Live client.Reader
 	// Recorder emits the events of the status contract.
 	Recorder events.EventRecorder
 	// Tracker is shared with the Reader and the dependents' watches: what
@@ -159,7 +165,7 @@ func NewServices(s Services) (*Services, error) {
 	if s.RetryMax <= 0 {
 		s.RetryMax = 5 * time.Minute
 	}
-	s.release = release.NewServices(release.Services{Kube: s.Client, KubeReader: s.Reader, Access: s.Access,
+	s.release = release.NewServices(release.Services{Kube: s.Client, KubeReader: s.Reader, Live: s.Live, Access: s.Access,
 		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace})
 	s.Now, s.Actions, s.Tenure = s.release.Now, s.release.Actions, s.release.Tenure
 	return &s, nil

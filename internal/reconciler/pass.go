@@ -41,7 +41,7 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 			},
 			Fresh: dependents.ReadFresh,
 			Step: func(step release.Step, p *release.Pass) {
-				r.stepEvents(obj, *out, step, p, redactor)
+				r.stepEvents(obj, prev, *out, step, p, redactor)
 			},
 		},
 	}
@@ -61,6 +61,13 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 	}
 	if p.Ran {
 		out.Action, out.DeployedBy, out.ActionSucceeded = p.Result.Action, p.Result.DeployedBy, p.Result.Succeeded
+	}
+	if p.Ran && p.Result.DriftChecked {
+		out.DriftChecked, out.Drift = true, p.Result.Drift
+		out.DriftWhy = "the watch's drift mode is warn"
+		if p.RunErr != nil {
+			out.DriftWhy = "the correction failed: see Irreconcilable"
+		}
 	}
 	if p.TestRequest != "" {
 		out.TestRequest = p.TestRequest

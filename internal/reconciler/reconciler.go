@@ -79,7 +79,8 @@ func New(opts Options) (*Reconciler, error) {
 		kind: k,
 		svc:  svc,
 		shared: &release.Shared{Services: svc.release, Chart: k.Chart, ChartDigest: release.ChartDigest(k.Chart),
-			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout, Scope: k.Scope},
+			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout, Scope: k.Scope,
+			Drift: k.Drift},
 		status:  status.Writer{Client: svc.Client},
 		tracker: svc.Tracker,
 		causes:  readiness.NewCauses(),
@@ -127,7 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		prev = p
 	}
 	out := status.Outcome{Generation: obj.GetGeneration(), Now: metav1.NewTime(now.Truncate(time.Second)),
-		ReadinessTimeout: r.kind.ReadinessTimeout, MaxRetries: r.kind.MaxRetries, TestsEnabled: r.kind.Tests.Enable}
+		ReadinessTimeout: r.kind.ReadinessTimeout, MaxRetries: r.kind.MaxRetries, TestsEnabled: r.kind.Tests.Enable,
+		DriftOff: r.kind.Drift.Mode == release.DriftOff}
 	gone := false
 	defer func() { r.finish(ctx, req, obj, prev, out, gone, &res) }()
 

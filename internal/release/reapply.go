@@ -19,8 +19,14 @@ import (
 // only read, so a re-apply that finds no drift writes nothing (and checks no
 // permission). Objects are read with KubeReader, the operator's, and
 // written with Writer, as Identity, once Access allows every write. It
-// writes no new revision. It returns the objects it restored, in the
-// manifest's order, and those it left alone (skipped, see inspect).
+// writes no new revision. It records in res the objects it restored, in the
+// manifest's order (Drifted), those it left alone (Skipped, see inspect),
+// and what drifted, field by field with the writer of each (Drift, see
+// explain).
+//
+// The kind's DriftPolicy decides what is done: DriftOff reads nothing,
+// DriftWarn reports the drift and writes nothing, and the differences its
+// ignore rules match are neither restored nor reported.
 //
 // Only the release's own objects are restored: an object the manifest
 // lists that exists without this release's Helm ownership annotations
@@ -30,39 +36,50 @@ import (
 // record it did not write cannot make it create or take over objects.
 //
 // On failure it returns an *Error with reason ReconcileError (or
-// PermissionDenied), and the objects restored before the failure.
-func (r *Runner) reapply(ctx context.Context, st State) (drifted, skipped []string, err error) {
+// PermissionDenied), and records the objects restored before the failure.
+func (r *Runner) reapply(ctx context.Context, st State, res *Result) error {
 	fail := func(err error) *Error {
 		return &Error{Reason: status.ReasonReconcileError, Action: status.ActionReconcile,
 			Summary: fmt.Sprintf("Re-applying the objects of release %s revision %d failed", r.Name, st.Deployed.Version),
 			Err:     err}
 	}
+	mode := r.Drift.mode()
+	if mode == DriftOff {
+		return nil
+	}
 	if r.Kube == nil || r.KubeReader == nil {
-		return nil, nil, fail(fmt.Errorf("no Kubernetes client to re-apply with"))
+		return fail(fmt.Errorf("no Kubernetes client to re-apply with"))
 	}
 	objs, err := manifestObjects(st.Deployed.Manifest, r.Namespace, r.Kube)
 	if err != nil {
-		return nil, nil, fail(err)
+		return fail(err)
 	}
 	trusted := r.Trusted(st.Deployed)
 	var writes []restoration
+	found := &status.DriftFound{}
 	for _, want := range objs {
-		w, skip, err := r.inspect(ctx, want, trusted)
+		w, skip, err := r.inspect(ctx, want, trusted, st.Deployed.Version)
 		if err != nil {
-			return nil, skipped, fail(err)
+			return fail(err)
 		}
 		if skip != "" {
-			skipped = append(skipped, skip)
+			res.Skipped = append(res.Skipped, skip)
 		}
 		if w != nil {
 			writes = append(writes, *w)
+			found.Objects = append(found.Objects, w.found)
 		}
 	}
+	res.DriftChecked = true
 	if len(writes) == 0 {
-		return nil, skipped, nil
+		return nil
+	}
+	res.Drift = found
+	if mode == DriftWarn {
+		return nil
 	}
 	if err := r.confirmLatest(st); err != nil {
-		return nil, skipped, err
+		return err
 	}
 	if r.Access != nil {
 		var perms []Permission
@@ -73,36 +90,47 @@ func (r *Runner) reapply(ctx context.Context, st State) (drifted, skipped []stri
 			}
 		}
 		if err := r.check(ctx, status.ActionReconcile, perms); err != nil {
-			return nil, skipped, err
+			return err
 		}
 	}
+	restored := found.Objects[:0:0]
 	for _, w := range writes {
 		what, err := r.restore(ctx, w)
 		if what != "" {
-			drifted = append(drifted, what)
+			res.Drifted = append(res.Drifted, what)
+			restored = append(restored, w.found)
 		}
 		if err != nil {
+			// What was not restored still stands: reported, not corrected.
 			e := fail(err)
-			return drifted, skipped, r.permissionDenied(e)
+			return r.permissionDenied(e)
 		}
 	}
-	return drifted, skipped, nil
+	// An object the server did not change differed only in form (a
+	// quantity written differently): it did not drift.
+	found.Objects, found.Corrected = restored, true
+	if len(restored) == 0 {
+		res.Drift = nil
+	}
+	return nil
 }
 
 // restoration is one write a re-apply makes: create a deleted object, or
-// patch a changed one.
+// patch a changed one; found is what drifted.
 type restoration struct {
 	verb  string // "create" or "patch"
 	obj   *unstructured.Unstructured
 	patch client.Patch
 	name  string
+	found status.DriftedObject
 }
 
 // inspect reads want's live object and returns the write that restores it,
-// nil when it did not drift. An object it must leave alone — one that
-// exists without this release's ownership annotations, or one missing while
-// the deployed record is not trusted — is returned as skip, named with why.
-func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured, trusted bool) (w *restoration, skip string, err error) {
+// nil when it did not drift (or drifted only in what the kind's drift
+// policy ignores). An object it must leave alone — one that exists without
+// this release's ownership annotations, or one missing while the deployed
+// record is not trusted — is returned as skip, named with why.
+func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured, trusted bool, revision int) (w *restoration, skip string, err error) {
 	name := want.GetKind() + " " + want.GetName()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(want.GroupVersionKind())
@@ -117,7 +145,9 @@ func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured, t
 		}
 		obj := want.DeepCopy()
 		helmOwnership(obj, r.Name, r.Namespace)
-		return &restoration{verb: "create", obj: obj, name: name}, "", nil
+		found := driftedObject(want)
+		found.Deleted = true
+		return &restoration{verb: "create", obj: obj, name: name, found: found}, "", nil
 	case err != nil:
 		return nil, "", fmt.Errorf("reading %s: %w", name, err)
 	}
@@ -134,7 +164,8 @@ func (r *Runner) inspect(ctx context.Context, want *unstructured.Unstructured, t
 	if patch == nil {
 		return nil, "", nil
 	}
-	return &restoration{verb: "patch", obj: live, patch: patch, name: name}, "", nil
+	w, err = r.explain(ctx, want, live, revision)
+	return w, "", err
 }
 
 // ownedBy tells whether u carries the Helm ownership annotations of release

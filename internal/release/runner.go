@@ -34,6 +34,14 @@ type Services struct {
 	// KubeReader reads them, uncached.
 	Kube       client.Client
 	KubeReader client.Reader
+	// Live reads an object uncached, with its managedFields (the caches
+	// drop them), once drift is found in it: who changed what (explain).
+	// Nil means KubeReader.
+	Live client.Reader
+	// DriftMemo remembers what explaining each drifted object version
+	// found, so that drift left standing is not read again on every
+	// re-apply; nil means a new one.
+	DriftMemo *DriftMemo
 	// Access, when set, checks the permissions of a run's Identity before
 	// every install, upgrade and re-apply (preflight.go).
 	Access Reviewer
@@ -62,6 +70,12 @@ func NewServices(s Services) *Services {
 	if s.Tenure == nil {
 		s.Tenure = NewTenure(s.Now())
 	}
+	if s.Live == nil {
+		s.Live = s.KubeReader
+	}
+	if s.DriftMemo == nil {
+		s.DriftMemo = NewDriftMemo()
+	}
 	return &s
 }
 
@@ -83,6 +97,8 @@ type Shared struct {
 	Timeout time.Duration
 	// Scope is what a release may hold beyond its namespace (scope.go).
 	Scope Scope
+	// Drift is what a re-apply does with drift (driftpolicy.go).
+	Drift DriftPolicy
 }
 
 // Runner runs the plan for one release: what is its own is the resource's,
@@ -143,6 +159,11 @@ type Result struct {
 	// alone, and why: not the release's own, or missing while the record
 	// is not one the operator vouches for (reapply).
 	Skipped []string
+	// DriftChecked is true when a re-apply compared every object with its
+	// manifest; Drift is what it found, field by field with each field's
+	// writer (nil: no drift), and whether it was corrected.
+	DriftChecked bool
+	Drift        *status.DriftFound
 	// State is Helm's storage read back after the action, the truth for status;
 	// Observed is false when it could not be read back.
 	State    State
@@ -215,9 +236,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		// the steady-state reconcile lists release storage once, not twice.
 		res.Action = status.ActionReconcile
 		res.State, res.Observed = before, true
-		var err error
-		res.Drifted, res.Skipped, err = r.reapply(ctx, before)
-		return res, err
+		return res, r.reapply(ctx, before, &res)
 	case PlanUnlock:
 		return r.unlockAndRun(ctx, before, vals)
 	case PlanLocked:

@@ -86,6 +86,16 @@ type Outcome struct {
 	// Rollout says why the resource waits for its upgrade to a new chart
 	// (watches.yaml rollout); nil when it does not wait.
 	Rollout *RolloutWait
+
+	// DriftChecked is true when a re-apply compared the deployed release's
+	// objects with their manifest; Drift is what it found (nil: no drift)
+	// and DriftWhy, for drift not corrected, says why ("the watch's drift
+	// mode is warn"). DriftOff: the watch turns drift checks off, so no
+	// Drifted condition is kept.
+	DriftChecked bool
+	Drift        *DriftFound
+	DriftWhy     string
+	DriftOff     bool
 }
 
 // Readiness is the verdict on the deployed release's objects.
@@ -172,6 +182,7 @@ func Compute(prev Status, o Outcome) Status {
 	c.stalledAndReconciling(o, OutOfRetries(prev, o))
 	c.testSuccess(o)
 	c.chartUpgradePending(o)
+	c.drifted(prev, o)
 	// A verdict kept from an earlier reconcile still holds for this
 	// generation, but for a readiness verdict not judged this time: its
 	// observedGeneration stays that of the reconcile that judged it.

@@ -33,6 +33,11 @@ const (
 	// TypeTestSuccess is the verdict of the last run of the chart's test
 	// hooks (watches.yaml test.enable); absent when tests are off.
 	TypeTestSuccess = "TestSuccess"
+	// TypeDrifted says whether the deployed release's objects drifted from
+	// their manifest, as the last re-apply found (status.drift names the
+	// paths and who changed them); absent until the first drift and after
+	// a new revision is deployed. It does not change Ready.
+	TypeDrifted = "Drifted"
 )
 
 // Reasons. Every condition this operator writes carries one of these; none is empty.
@@ -230,6 +235,15 @@ const (
 	ReasonTestSucceeded = "TestSucceeded"
 	ReasonTestFailed    = "TestFailed"
 
+	// Drifted (watches.yaml drift): ReasonDriftDetected, True, drift stands
+	// uncorrected (the watch's drift mode is warn, or the correction
+	// failed); ReasonDriftCorrected, False, the operator restored the
+	// objects named; ReasonDriftResolved, False, drift reported before is
+	// gone without the operator correcting it.
+	ReasonDriftDetected  = "DriftDetected"
+	ReasonDriftCorrected = "DriftCorrected"
+	ReasonDriftResolved  = "DriftResolved"
+
 	// ReasonReconcilePaused: Paused=True, the annotation helmapp.io/paused is "true".
 	ReasonReconcilePaused = "ReconcilePaused"
 )
@@ -249,5 +263,5 @@ const (
 var OwnedConditionTypes = []string{
 	TypeReady, TypeReconciling, TypeStalled, TypeInitialized,
 	TypeDeployed, TypeResourcesReady, TypeReleaseFailed, TypeIrreconcilable, TypePaused, TypeTestSuccess,
-	TypeChartUpgradePending,
+	TypeChartUpgradePending, TypeDrifted,
 }

@@ -36,6 +36,9 @@ func (s *Status) DeepCopy() *Status {
 	if s.LastTestRun != nil {
 		out.LastTestRun = s.LastTestRun.DeepCopy()
 	}
+	if s.Drift != nil {
+		out.Drift = s.Drift.DeepCopy()
+	}
 	return &out
 }
 
@@ -51,6 +54,26 @@ func (t *TestRun) DeepCopy() *TestRun {
 	}
 	if t.Hooks == nil {
 		out.Hooks = nil
+	}
+	return &out
+}
+
+// DeepCopy returns a copy of d that shares no memory with it.
+func (d *Drift) DeepCopy() *Drift {
+	out := *d
+	out.DetectedAt = *d.DetectedAt.DeepCopy()
+	out.Objects = nil
+	for _, o := range d.Objects {
+		fields := make([]DriftedField, len(o.Fields))
+		for i, f := range o.Fields {
+			f.Time = f.Time.DeepCopy()
+			fields[i] = f
+		}
+		if o.Fields == nil {
+			fields = nil
+		}
+		o.Fields = fields
+		out.Objects = append(out.Objects, o)
 	}
 	return &out
 }

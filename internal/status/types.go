@@ -29,6 +29,9 @@ type Status struct {
 	LastHandledTest string `json:"lastHandledTest,omitempty"`
 	// Resources is the readiness of the deployed release's objects.
 	Resources *Resources `json:"resources,omitempty"`
+	// Drift is the drift the last re-apply found (drift.go); nil before the
+	// first and after a new revision is deployed.
+	Drift *Drift `json:"drift,omitempty"`
 	// Phase is Ready's verdict in one string for the OpenShift console's
 	// Status column ("Ready", "Stalled: ReleaseNameConflict", "NotReady:
 	// UpgradeError", "Progressing: Retrying"); set only by Summarize.

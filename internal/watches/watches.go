@@ -78,6 +78,9 @@ type Watch struct {
 	// the releases may create beyond their own namespace; nothing when
 	// unset (scope.go).
 	Scope Scope
+	// Drift, our extension (drift: {mode, ignore}), is what a re-apply
+	// does with drift (drift.go).
+	Drift Drift
 }
 
 // Test is the test field of a watch entry.
@@ -155,6 +158,7 @@ type entry struct {
 	Test                    *testEntry            `json:"test,omitempty"`
 	Rollout                 *rolloutEntry         `json:"rollout,omitempty"`
 	Scope                   *scopeEntry           `json:"scope,omitempty"`
+	Drift                   *driftEntry           `json:"drift,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -213,7 +217,8 @@ func parse(raw []byte) ([]Watch, error) {
 			Timeout:            e.Timeout,
 			Storage:            orDefault(e.Storage, StorageSecrets),
 			Rollout:            rolloutOf(e.Rollout),
-			Scope:              scopeOf(e.Scope)}
+			Scope:              scopeOf(e.Scope),
+			Drift:              driftOf(e.Drift)}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -290,6 +295,9 @@ func validate(e entry) error {
 		return err
 	}
 	if err := checkScope(name, e.Scope); err != nil {
+		return err
+	}
+	if err := checkDrift(name, e.Drift); err != nil {
 		return err
 	}
 	if e.Selector != nil {
@@ -369,7 +377,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

@@ -104,6 +104,8 @@ type watchOptions struct {
 	// operatorFlags, not a watch option, are extra flags of the test's
 	// operator processes (e.g. --service-accounts=allowed).
 	operatorFlags []string
+	// drift, when set, is the drift field of every watch.
+	drift map[string]any
 }
 
 // testedGVR is the Bulky test kind (watchOptions.tested).
@@ -249,6 +251,9 @@ func writeWatches(path string, w watchOptions) error {
 		}
 		if w.maxConcurrentReconciles > 0 {
 			entry["maxConcurrentReconciles"] = w.maxConcurrentReconciles
+		}
+		if w.drift != nil {
+			entry["drift"] = w.drift
 		}
 	}
 	out, err := yaml.Marshal(entries)

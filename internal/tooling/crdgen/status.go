@@ -27,6 +27,7 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"failedRelease":   failedReleaseSchema(),
 			"resources":       resourcesSchema(),
 			"lastTestRun":     lastTestRunSchema(),
+			"drift":           driftSchema(),
 			"lastHandledTest": stringProp(
 				"The last value of the annotation helmapp.io/test the operator acted on."),
 			"phase": stringProp(
@@ -148,6 +149,58 @@ func lastTestRunSchema() apiextensionsv1.JSONSchemaProps {
 				Description: "The chart's test hooks, in the order Helm runs them.",
 				Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &hook},
 			},
+		},
+	}
+}
+
+func driftSchema() apiextensionsv1.JSONSchemaProps {
+	field := apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "A field that differed from the manifest, and the writer managedFields name as its owner before the correction. Never its value.",
+		Required:    []string{"path"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"path":        stringProp("JSON pointer (RFC 6901) to the field in the object; list elements by their index in the live object."),
+			"manager":     stringProp("Field manager of the managedFields entry that owns the field; absent when none does (the field was removed)."),
+			"operation":   stringProp("Operation of that entry: Update or Apply."),
+			"subresource": stringProp("Subresource of that entry, e.g. scale, status; absent for the object itself."),
+			"time":        timeProp("Time of that entry: the manager's last write that changed any of its fields, to the second. When timeObserved is true, when the operator found the drift."),
+			"timeObserved": {Type: "boolean",
+				Description: "True when the entry records no time (Kubernetes records none for a write through the scale subresource) and time is when the operator found the drift."},
+		},
+	}
+	object := apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "An object of the release that drifted from its manifest.",
+		Required:    []string{"apiVersion", "kind", "name"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": stringProp("API version of the object."),
+			"kind":       stringProp("Kind of the object."),
+			"namespace":  stringProp("Namespace of the object; empty for a cluster-scoped object."),
+			"name":       stringProp("Name of the object."),
+			"deleted":    {Type: "boolean", Description: "The object was deleted; nothing records by whom."},
+			"fields": {
+				Type:        "array",
+				Description: "Fields that differed, at most 10.",
+				MaxItems:    ptr.To[int64](10),
+				Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &field},
+			},
+			"moreFields": intProp("Fields that differed beyond those listed."),
+		},
+	}
+	return apiextensionsv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "The drift the last re-apply found in the deployed release's objects (see the Drifted condition); absent before the first drift and after a new revision is deployed.",
+		Required:    []string{"detectedAt", "corrected"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"detectedAt": timeProp("When this drift was first found."),
+			"corrected":  {Type: "boolean", Description: "True once the operator restored the objects (drift mode correct)."},
+			"objects": {
+				Type:        "array",
+				Description: "Objects that drifted, at most 10, in the manifest's order.",
+				MaxItems:    ptr.To[int64](10),
+				Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &object},
+			},
+			"moreObjects": intProp("Objects that drifted beyond those listed."),
 		},
 	}
 }

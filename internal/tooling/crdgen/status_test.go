@@ -21,6 +21,7 @@ func TestStatusSchema(t *testing.T) {
 		"phase":                   "string/",
 		"lastTestRun":             "object/",
 		"lastHandledTest":         "string/",
+		"drift":                   "object/",
 	}
 	for name, want := range wantFields {
 		p, ok := s.Properties[name]
@@ -63,6 +64,14 @@ func TestStatusSchema(t *testing.T) {
 	if tr["startedAt"].Format != "date-time" || tr["completedAt"].Format != "date-time" || tr["revision"].Type != "integer" ||
 		hook["startedAt"].Format != "date-time" || hook["completedAt"].Format != "date-time" || hook["name"].Type != "string" || hook["phase"].Type != "string" {
 		t.Errorf("lastTestRun = %+v, hooks %+v", tr, hook)
+	}
+	drift := s.Properties["drift"].Properties
+	objs := drift["objects"]
+	fields := objs.Items.Schema.Properties["fields"]
+	if objs.MaxItems == nil || *objs.MaxItems != 10 || fields.MaxItems == nil || *fields.MaxItems != 10 ||
+		drift["detectedAt"].Format != "date-time" || fields.Items.Schema.Properties["time"].Format != "date-time" ||
+		len(fields.Items.Schema.Properties) != 6 {
+		t.Errorf("drift = %+v", drift)
 	}
 	nr := s.Properties["resources"].Properties["notReady"]
 	if nr.MaxItems == nil || *nr.MaxItems != 10 || len(nr.Items.Schema.Properties) != 6 {
