@@ -37,6 +37,12 @@ type Result struct {
 	// Unreadable is true when reading the object failed (forbidden, a
 	// timeout): nothing is known about it.
 	Unreadable bool
+	// Advisory is true when the object is reported but does not block
+	// readiness (an address-less LoadBalancer Service or Ingress unless the
+	// watch requires addresses; an object of a kind marked optional): when
+	// it is not Current, Summarize lists it in Warnings and counts it
+	// neither in Total nor in NotReady.
+	Advisory bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -69,6 +75,10 @@ type Checker struct {
 	// its cause (causeOf); one that is Current has them forgotten.
 	Warnings *Warnings
 	Owner    types.UID
+	// RequireAddresses makes an address-less LoadBalancer Service or
+	// Ingress block readiness (the watch's requireAddresses); when false
+	// it is only a warning (Result.Advisory).
+	RequireAddresses bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -89,11 +99,18 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 		u.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
 		res := objectResult(ref, u, err, c.Redactor)
+		if err == nil && res.Status == kstatus.CurrentStatus {
+			if v, ok := c.ownRule(ctx, u); ok {
+				v.apply(&res, c.Redactor)
+			}
+		}
 		switch {
 		case err != nil:
 		case res.Status == kstatus.CurrentStatus:
 			c.Causes.forget(u.GetUID())
 			c.Warnings.forget(c.Owner, ref)
+		case res.Reason != "":
+			// A rule of our own explained it: no events to look up.
 		case res.Status == kstatus.InProgressStatus || res.Status == kstatus.FailedStatus:
 			t := now()
 			cause, due, ok := c.Causes.lookup(u, t)

@@ -78,6 +78,10 @@ type Watch struct {
 	// the releases may create beyond their own namespace; nothing when
 	// unset (scope.go).
 	Scope Scope
+	// RequireAddresses, our extension, makes a LoadBalancer Service or an
+	// Ingress without an address in status.loadBalancer block readiness;
+	// when false (the default) it is only a warning (status.resources.warnings).
+	RequireAddresses bool
 }
 
 // Test is the test field of a watch entry.
@@ -155,6 +159,7 @@ type entry struct {
 	Test                    *testEntry            `json:"test,omitempty"`
 	Rollout                 *rolloutEntry         `json:"rollout,omitempty"`
 	Scope                   *scopeEntry           `json:"scope,omitempty"`
+	RequireAddresses        *bool                 `json:"requireAddresses,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -213,7 +218,8 @@ func parse(raw []byte) ([]Watch, error) {
 			Timeout:            e.Timeout,
 			Storage:            orDefault(e.Storage, StorageSecrets),
 			Rollout:            rolloutOf(e.Rollout),
-			Scope:              scopeOf(e.Scope)}
+			Scope:              scopeOf(e.Scope),
+			RequireAddresses:   e.RequireAddresses != nil && *e.RequireAddresses}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
