@@ -88,9 +88,12 @@ type Checker struct {
 // Check reads each object and computes its kstatus, one Result per ref in the
 // same order. It never fails as a whole: an object that is missing is
 // NotFound, one that cannot be read is Unknown with the error as its message.
-// An object that is not Current gets the cause the cluster states, when
-// there is one, appended to its message and its class in Reason (causeOf);
-// a failure to look it up only leaves it out.
+// An object kstatus finds Current is then judged by the rule of our own for
+// its kind, if any (ownRule), which may make it InProgress with a reason,
+// or advisory. An object that is not Current and that no rule explained
+// gets the cause the cluster states, when there is one, appended to its
+// message and its class in Reason (causeOf); a failure to look it up only
+// leaves it out.
 func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 	log := logf.FromContext(ctx)
 	now := time.Now
