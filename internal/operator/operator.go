@@ -500,6 +500,7 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		OverrideValues:   w.OverrideValues,
 		ReconcilePeriod:  w.Period(c.ReconcilePeriod),
 		ReadinessTimeout: w.Readiness(c.ReadinessTimeout),
+		RequireAddresses: w.RequireAddresses,
 		Remediation: release.Remediation{
 			RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
 			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,

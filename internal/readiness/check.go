@@ -37,6 +37,12 @@ type Result struct {
 	// Unreadable is true when reading the object failed (forbidden, a
 	// timeout): nothing is known about it.
 	Unreadable bool
+	// Advisory is true when the object is reported but does not block
+	// readiness (an address-less LoadBalancer Service or Ingress unless the
+	// watch requires addresses; an object of a kind marked optional): when
+	// it is not Current, Summarize lists it in Warnings and counts it
+	// neither in Total nor in NotReady.
+	Advisory bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -69,14 +75,25 @@ type Checker struct {
 	// its cause (causeOf); one that is Current has them forgotten.
 	Warnings *Warnings
 	Owner    types.UID
+	// RequireAddresses makes an address-less LoadBalancer Service or
+	// Ingress block readiness (the watch's requireAddresses); when false
+	// it is only a warning (Result.Advisory).
+	RequireAddresses bool
+
+	// services are the Services of the refs being checked (set by Check):
+	// a webhook's Service among them is read from the cache.
+	services map[types.NamespacedName]bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
 // same order. It never fails as a whole: an object that is missing is
 // NotFound, one that cannot be read is Unknown with the error as its message.
-// An object that is not Current gets the cause the cluster states, when
-// there is one, appended to its message and its class in Reason (causeOf);
-// a failure to look it up only leaves it out.
+// An object kstatus finds Current is then judged by the rule of our own for
+// its kind, if any (ownRule), which may make it InProgress with a reason,
+// or advisory. An object that is not Current and that no rule explained
+// gets the cause the cluster states, when there is one, appended to its
+// message and its class in Reason (causeOf); a failure to look it up only
+// leaves it out.
 func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 	log := logf.FromContext(ctx)
 	now := time.Now
@@ -84,16 +101,24 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 		now = c.Now
 	}
 	results := make([]Result, 0, len(refs))
+	c.services = releaseServices(refs)
 	for _, ref := range refs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
 		res := objectResult(ref, u, err, c.Redactor)
+		if err == nil && res.Status == kstatus.CurrentStatus {
+			if v, ok := c.ownRule(ctx, u); ok {
+				v.apply(&res, c.Redactor)
+			}
+		}
 		switch {
 		case err != nil:
 		case res.Status == kstatus.CurrentStatus:
 			c.Causes.forget(u.GetUID())
 			c.Warnings.forget(c.Owner, ref)
+		case res.Reason != "":
+			// A rule of our own explained it: no events to look up.
 		case res.Status == kstatus.InProgressStatus || res.Status == kstatus.FailedStatus:
 			t := now()
 			cause, due, ok := c.Causes.lookup(u, t)

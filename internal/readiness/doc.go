@@ -19,6 +19,13 @@
 //     ("Resource is current"): a kind kstatus does not know counts as ready once
 //     it exists.
 //
+// Rules of our own (kinds.go) judge the kinds kstatus calls Current though
+// they may not work: a Service with a selector needs a ready endpoint in its
+// EndpointSlices; a webhook configuration, each webhook's Service, a ready
+// endpoint and a caBundle; a LoadBalancer Service or an Ingress, an address
+// (a warning, Result.Advisory, unless Checker.RequireAddresses). An advisory
+// object that is not Current is reported in Summary.Warnings, not counted.
+//
 // kstatus's messages for workloads are terse ("Available: 1/3"); Check replaces
 // them for Deployments, StatefulSets and DaemonSets with one line of their own
 // ("1/3 replicas available") and, when a workload is not Current, appends why

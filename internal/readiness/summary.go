@@ -42,6 +42,9 @@ type Summary struct {
 	// NotReady lists at most MaxNotReady objects that are not Current, most
 	// severe first (see Summarize).
 	NotReady []NotReadyObject
+	// Warnings lists at most MaxNotReady advisory objects (Result.Advisory)
+	// that are not Current, in the same order: reported, not counted.
+	Warnings []NotReadyObject
 	// Reason and Message are those of the ResourcesReady condition.
 	Reason, Message string
 	// AllReady is true when every object is Current; ResourcesReady is then True.
@@ -73,34 +76,42 @@ type Summary struct {
 // kind, namespace and name. The message names the first three,
 // "Deployment web: 1/3 replicas available; Service db: not found; and 2 more",
 // and is at most status.MaxMessageLength bytes on one line.
+//
+// An advisory object (Result.Advisory) that is not Current is reported, not
+// counted: it is in Warnings, not in Total, Ready nor NotReady, and never
+// decides the reason. When every counted object is Current the message
+// names the first warning: "All 3 resources are Current; 1 warning: Service
+// web: no load-balancer address yet".
 func Summarize(results []Result) Summary {
-	s := Summary{Total: len(results)}
-	var notReady []Result
+	var s Summary
+	var notReady, warnings []Result
 	for _, r := range results {
-		if r.Status == kstatus.CurrentStatus {
+		switch {
+		case r.Status == kstatus.CurrentStatus:
 			s.Ready++
+		case r.Advisory:
+			warnings = append(warnings, r)
 			continue
+		default:
+			notReady = append(notReady, r)
 		}
-		notReady = append(notReady, r)
+		s.Total++
 	}
+	sortResults(warnings)
+	s.Warnings = listed(warnings)
 	if len(notReady) == 0 {
 		s.AllReady, s.Reason = true, ReasonAllCurrent
 		s.Message = fmt.Sprintf("All %d resources are Current", s.Total)
 		if s.Total == 0 {
 			s.Message = "The release has no resources"
 		}
+		if len(warnings) > 0 {
+			s.Message = status.Bound(s.Message+"; "+warningsPart(warnings), status.MaxMessageLength)
+		}
 		return s
 	}
 
-	slices.SortFunc(notReady, func(a, b Result) int {
-		return cmp.Or(
-			cmp.Compare(severity(a.Status), severity(b.Status)),
-			cmp.Compare(a.Ref.Kind, b.Ref.Kind),
-			cmp.Compare(a.Ref.Namespace, b.Ref.Namespace),
-			cmp.Compare(a.Ref.Name, b.Ref.Name),
-			cmp.Compare(a.Ref.APIVersion, b.Ref.APIVersion),
-		)
-	})
+	sortResults(notReady)
 	for _, r := range notReady {
 		if r.Unreadable {
 			s.Unreadable = status.Bound(r.Ref.Kind+" "+r.Ref.Name+": "+r.Message, maxNamedLength)
@@ -130,13 +141,7 @@ func Summarize(results []Result) Summary {
 		}
 	}
 
-	for _, r := range notReady[:min(len(notReady), MaxNotReady)] {
-		s.NotReady = append(s.NotReady, NotReadyObject{
-			APIVersion: r.Ref.APIVersion, Kind: r.Ref.Kind, Namespace: r.Ref.Namespace, Name: r.Ref.Name,
-			Status:  string(r.Status),
-			Message: status.Bound(r.Message, MaxObjectMessageLength),
-		})
-	}
+	s.NotReady = listed(notReady)
 
 	parts := make([]string, 0, maxNamed+1)
 	for _, r := range notReady[:min(len(notReady), maxNamed)] {
@@ -158,6 +163,50 @@ func Summarize(results []Result) Summary {
 		}
 	}
 	return s
+}
+
+// sortResults orders rs Failed, NotFound, then the rest, each group by
+// kind, namespace, name and apiVersion.
+func sortResults(rs []Result) {
+	slices.SortFunc(rs, func(a, b Result) int {
+		return cmp.Or(
+			cmp.Compare(severity(a.Status), severity(b.Status)),
+			cmp.Compare(a.Ref.Kind, b.Ref.Kind),
+			cmp.Compare(a.Ref.Namespace, b.Ref.Namespace),
+			cmp.Compare(a.Ref.Name, b.Ref.Name),
+			cmp.Compare(a.Ref.APIVersion, b.Ref.APIVersion),
+		)
+	})
+}
+
+// listed is the first MaxNotReady of rs as the status lists them; nil when
+// rs is empty.
+func listed(rs []Result) []NotReadyObject {
+	var out []NotReadyObject
+	for _, r := range rs[:min(len(rs), MaxNotReady)] {
+		out = append(out, NotReadyObject{
+			APIVersion: r.Ref.APIVersion, Kind: r.Ref.Kind, Namespace: r.Ref.Namespace, Name: r.Ref.Name,
+			Status:  string(r.Status),
+			Message: status.Bound(r.Message, MaxObjectMessageLength),
+		})
+	}
+	return out
+}
+
+// warningsPart is the message's tail for warnings, sorted: "1 warning:
+// Service web: no load-balancer address yet", "2 warnings: Service web:
+// ...; and 1 more".
+func warningsPart(warnings []Result) string {
+	w := warnings[0]
+	msg := w.Message
+	if msg == "" {
+		msg = string(w.Status)
+	}
+	part := status.Bound(w.Ref.Kind+" "+w.Ref.Name+": "+msg, maxNamedLength)
+	if len(warnings) == 1 {
+		return "1 warning: " + part
+	}
+	return fmt.Sprintf("%d warnings: %s; and %d more", len(warnings), part, len(warnings)-1)
 }
 
 // severity orders statuses for the reason and the listing: Failed, then

@@ -41,6 +41,10 @@ type Kind struct {
 	// ReadinessTimeout is how long after a deployment the release's objects
 	// may take to become ready before the resource is Stalled; 0: no limit.
 	ReadinessTimeout time.Duration
+	// RequireAddresses makes a LoadBalancer Service or an Ingress without an
+	// address block readiness (watches.yaml requireAddresses); otherwise it
+	// is only a warning (status.resources.warnings).
+	RequireAddresses bool
 	// Remediation says what follows a failed install or upgrade (watches.yaml
 	// installRemediation, upgradeRemediation).
 	Remediation release.Remediation

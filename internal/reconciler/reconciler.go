@@ -349,7 +349,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 			Summary: fmt.Sprintf("Reading the objects of release %s revision %d failed", st.Deployed.Name, st.Deployed.Version), Err: err}
 	}
 	if r.dependents != nil {
-		if err := r.dependents.Ensure(readiness.Kinds(refs)); err != nil {
+		if err := r.dependents.Ensure(readiness.ReadKinds(refs)); err != nil {
 			return &release.Error{Reason: status.ReasonReconcileError, Summary: "Watching the release's objects failed", Err: err}
 		}
 	}
@@ -357,11 +357,11 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
 	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: r.redactor(obj),
-		Warnings: r.svc.Warnings, Owner: obj.GetUID()}
+		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
 	r.svc.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{
-		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady},
+		Resources: status.Resources{Total: sum.Total, Ready: sum.Ready, NotReady: sum.NotReady, Warnings: sum.Warnings},
 		AllReady:  sum.AllReady, Unknown: sum.Unreadable != "", Reason: sum.Reason, Message: sum.Message,
 		RecheckAt: sum.RecheckAt,
 	}

@@ -27,6 +27,7 @@ func (s *Status) DeepCopy() *Status {
 	if s.Resources != nil {
 		r := *s.Resources
 		r.NotReady = append([]NotReadyObject(nil), s.Resources.NotReady...)
+		r.Warnings = append([]NotReadyObject(nil), s.Resources.Warnings...)
 		out.Resources = &r
 	}
 	if s.FailedRelease != nil {

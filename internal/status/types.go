@@ -52,6 +52,10 @@ type Resources struct {
 	Ready int `json:"ready"`
 	// NotReady lists at most 10 objects that are not Current, most severe first.
 	NotReady []NotReadyObject `json:"notReady,omitempty"`
+	// Warnings lists at most 10 objects that are not Current but do not
+	// count (an address-less LoadBalancer Service or Ingress by default, an
+	// object of an optional kind): reported, not counted in Total or Ready.
+	Warnings []NotReadyObject `json:"warnings,omitempty"`
 }
 
 // NotReadyObject is one object of the release that is not Current.

@@ -81,6 +81,10 @@ type Watch struct {
 	// Drift, our extension (drift: {mode, ignore}), is what a re-apply
 	// does with drift (drift.go).
 	Drift Drift
+	// RequireAddresses, our extension, makes a LoadBalancer Service or an
+	// Ingress without an address in status.loadBalancer block readiness;
+	// when false (the default) it is only a warning (status.resources.warnings).
+	RequireAddresses bool
 }
 
 // Test is the test field of a watch entry.
@@ -159,6 +163,7 @@ type entry struct {
 	Rollout                 *rolloutEntry         `json:"rollout,omitempty"`
 	Scope                   *scopeEntry           `json:"scope,omitempty"`
 	Drift                   *driftEntry           `json:"drift,omitempty"`
+	RequireAddresses        *bool                 `json:"requireAddresses,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -218,7 +223,8 @@ func parse(raw []byte) ([]Watch, error) {
 			Storage:            orDefault(e.Storage, StorageSecrets),
 			Rollout:            rolloutOf(e.Rollout),
 			Scope:              scopeOf(e.Scope),
-			Drift:              driftOf(e.Drift)}
+			Drift:              driftOf(e.Drift),
+			RequireAddresses:   e.RequireAddresses != nil && *e.RequireAddresses}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -377,7 +383,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

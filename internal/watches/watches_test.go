@@ -215,3 +215,22 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		})
 	}
 }
+
+// requireAddresses (issue 40) defaults to false: an address-less
+// LoadBalancer Service or Ingress is then only a warning.
+func TestLoadRequireAddresses(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART, requireAddresses: true}
+- {group: g, version: v1, kind: B, chart: CHART}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ws[0].RequireAddresses || ws[1].RequireAddresses {
+		t.Errorf("requireAddresses %v, %v; want true and the default false", ws[0].RequireAddresses, ws[1].RequireAddresses)
+	}
+	if _, err := Load(write(t, "- {group: g, version: v1, kind: A, chart: CHART, requireAddresses: sometimes}")); err == nil ||
+		!strings.Contains(err.Error(), "entry 1: field requireAddresses: json: cannot unmarshal string") {
+		t.Errorf("requireAddresses not a bool: %v", err)
+	}
+}

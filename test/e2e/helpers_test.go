@@ -85,6 +85,8 @@ type watchOptions struct {
 	hookedChart, hookedStorage string
 	// hookedScope, when set, is the Hooked watch's scope field.
 	hookedScope map[string]any
+	// hookedReconcilePeriod, when set, is the Hooked watch's reconcilePeriod.
+	hookedReconcilePeriod string
 	// timeout, when set, is set on every watch.
 	timeout string
 	// maxConcurrentReconciles, when set, is set on every watch.
@@ -230,6 +232,9 @@ func writeWatches(path string, w watchOptions) error {
 		}
 		if w.hookedScope != nil {
 			entry["scope"] = w.hookedScope
+		}
+		if w.hookedReconcilePeriod != "" {
+			entry["reconcilePeriod"] = w.hookedReconcilePeriod
 		}
 		entries = append(entries, entry)
 	}

@@ -234,6 +234,12 @@ func resourcesSchema() apiextensionsv1.JSONSchemaProps {
 				MaxItems:    ptr.To[int64](10),
 				Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &notReady},
 			},
+			"warnings": {
+				Type:        "array",
+				Description: "Objects that are not ready but do not count towards readiness (reported, not counted), at most 10.",
+				MaxItems:    ptr.To[int64](10),
+				Items:       &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &notReady},
+			},
 		},
 	}
 }

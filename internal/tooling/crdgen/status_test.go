@@ -77,4 +77,9 @@ func TestStatusSchema(t *testing.T) {
 	if nr.MaxItems == nil || *nr.MaxItems != 10 || len(nr.Items.Schema.Properties) != 6 {
 		t.Errorf("resources.notReady = %+v", nr)
 	}
+	// Reported, not counted (issue 40): bounded like notReady.
+	w := s.Properties["resources"].Properties["warnings"]
+	if w.MaxItems == nil || *w.MaxItems != 10 || len(w.Items.Schema.Properties) != 6 {
+		t.Errorf("resources.warnings = %+v", w)
+	}
 }
