@@ -494,6 +494,7 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		ReconcilePeriod:  w.Period(c.ReconcilePeriod),
 		ReadinessTimeout: w.Readiness(c.ReadinessTimeout),
 		RequireAddresses: w.RequireAddresses,
+		HealthChecks:     w.HealthChecks,
 		Remediation: release.Remediation{
 			RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
 			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,

@@ -45,6 +45,9 @@ type Kind struct {
 	// address block readiness (watches.yaml requireAddresses); otherwise it
 	// is only a warning (status.resources.warnings).
 	RequireAddresses bool
+	// HealthChecks are the CEL rules that judge the objects of the kinds
+	// they name (watches.yaml healthChecks, readiness.Rules); nil: none.
+	HealthChecks *readiness.Rules
 	// Remediation says what follows a failed install or upgrade (watches.yaml
 	// installRemediation, upgradeRemediation).
 	Remediation release.Remediation

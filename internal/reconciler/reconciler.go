@@ -63,6 +63,10 @@ type Reconciler struct {
 	// causes remembers why the releases' objects are not ready, per object
 	// version, so that a reconcile that finds them unchanged asks nothing.
 	causes *readiness.Causes
+	// subresources remembers which kinds' CRDs have a status subresource
+	// (a custom resource that reported nothing is NoStatusReported); nil
+	// without a RESTMapper.
+	subresources *readiness.StatusSubresources
 }
 
 // New returns the Reconciler of opts.Kind, or an error naming what is
@@ -75,6 +79,10 @@ func New(opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	k, svc := opts.Kind, opts.Services
+	var subresources *readiness.StatusSubresources
+	if svc.RESTMapper != nil {
+		subresources = readiness.NewStatusSubresources(svc.RESTMapper)
+	}
 	return &Reconciler{
 		kind: k,
 		svc:  svc,
@@ -83,6 +91,8 @@ func New(opts Options) (*Reconciler, error) {
 		status:  status.Writer{Client: svc.Client},
 		tracker: svc.Tracker,
 		causes:  readiness.NewCauses(),
+
+		subresources: subresources,
 	}, nil
 }
 
@@ -355,7 +365,8 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
 	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: r.redactor(obj),
-		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses}
+		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses,
+		Rules: r.kind.HealthChecks, Subresources: r.subresources}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
 	r.svc.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{
