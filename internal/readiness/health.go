@@ -147,10 +147,11 @@ func (rs *Rules) of(gvk schema.GroupVersionKind) *rule {
 }
 
 // judge evaluates the rule on u: failed, then inProgress, then current;
-// the first that holds is the verdict, none InProgress. The message is the
+// the first that holds is the verdict, none InProgress. An expression that
+// reads a field the object does not have does not hold. The message is the
 // message expression's result, else the object's own Ready condition's
 // reason and message, else which rule held. An expression that cannot be
-// evaluated (a missing field, a wrong type, the cost limit) makes the
+// evaluated otherwise (a wrong type, the cost limit) makes the
 // object InProgress with reason HealthCheckError and CEL's error.
 func (r *rule) judge(u *unstructured.Unstructured) (st kstatus.Status, reason, message string) {
 	vars := map[string]any{"self": u.Object}
@@ -174,6 +175,12 @@ func (r *rule) judge(u *unstructured.Unstructured) (st kstatus.Status, reason, m
 			continue
 		}
 		holds, err := evalBool(step.prg, vars)
+		if err != nil && absentField(err) {
+			// A field the expression reads is not there yet (no
+			// status.conditions before a controller acts): the
+			// expression does not hold, which is no error of the rule.
+			holds, err = false, nil
+		}
 		if err != nil {
 			return kstatus.InProgressStatus, status.ReasonHealthCheckError,
 				"health check " + step.name + " could not be evaluated: " + status.Foreign(oneLine(err.Error()))
@@ -192,6 +199,8 @@ func (r *rule) judge(u *unstructured.Unstructured) (st kstatus.Status, reason, m
 	if r.message != nil {
 		msg, err := evalString(r.message, vars)
 		switch {
+		case err != nil && absentField(err):
+			// Nothing to say yet: the message below stands.
 		case err != nil:
 			return kstatus.InProgressStatus, status.ReasonHealthCheckError,
 				"health check message could not be evaluated: " + status.Foreign(oneLine(err.Error()))
@@ -211,6 +220,12 @@ func (r *rule) judge(u *unstructured.Unstructured) (st kstatus.Status, reason, m
 		message = "health check: not current yet"
 	}
 	return st, reason, message
+}
+
+// absentField reports whether err is CEL's for a field or key that the
+// object does not have.
+func absentField(err error) bool {
+	return strings.HasPrefix(err.Error(), "no such key:")
 }
 
 func evalBool(prg cel.Program, vars map[string]any) (bool, error) {

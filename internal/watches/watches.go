@@ -387,7 +387,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, healthChecks)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
