@@ -88,7 +88,9 @@ func TestCustomResourceHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Registered first, so it runs last: after the namespace and its Gizmos.
-	t.Cleanup(func() { _, _ = suite.cp.Kubectl(context.Background(), "delete", "crd", "gizmos.e2e.helmapp.io", "--wait=false") })
+	t.Cleanup(func() {
+		_, _ = suite.cp.Kubectl(context.Background(), "delete", "crd", "gizmos.e2e.helmapp.io", "--wait=false")
+	})
 	if _, err := suite.cp.Kubectl(ctx, "wait", "--for=condition=Established", "crd/gizmos.e2e.helmapp.io", "--timeout="+deadline.String()); err != nil {
 		t.Fatal(err)
 	}
