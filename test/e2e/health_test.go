@@ -108,6 +108,7 @@ func TestCustomResourceHealth(t *testing.T) {
 	if r := n.Status.Resources; r == nil || len(r.NotReady) != 1 || r.NotReady[0].Kind != "Gizmo" {
 		t.Errorf("status.resources does not list the Gizmo as not ready:\n%s", n)
 	}
+	t.Logf("kubectl describe hooked app, no controller:\n%s", e.kubectl("describe", "hooked", "app"))
 
 	// The watch gains a health check: a new operator process reads it.
 	if err := e.op.stop(); err != nil {
