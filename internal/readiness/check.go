@@ -83,8 +83,8 @@ type Checker struct {
 	// an object of a kind they name, their verdict replaces kstatus' (the
 	// user's word wins); nil: none.
 	Rules *Rules
-	// Subresources, when set, tells which kinds are custom resources whose
-	// CRD has a status subresource: such an object that has reported no
+	// Subresources, when set, tells which kinds are custom resources served
+	// with a status subresource: such an object that has reported no
 	// status is InProgress NoStatusReported, not Current (custom.go).
 	Subresources *StatusSubresources
 }

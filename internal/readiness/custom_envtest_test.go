@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,8 @@ spec:
 	return group
 }
 
+func must(s *readiness.StatusSubresources, _ func() int) *readiness.StatusSubresources { return s }
+
 func createWidget(t *testing.T, c client.Client, ns, group, name string) *unstructured.Unstructured {
 	t.Helper()
 	w := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"size": "L"}}}
@@ -77,23 +80,20 @@ func createWidget(t *testing.T, c client.Client, ns, group, name string) *unstru
 	return w
 }
 
-// crdCountingReader reads through cfg and counts the CRDs it reads.
-func crdCountingReader(t *testing.T) (client.Reader, func() int) {
+// subresources returns a StatusSubresources over cfg, and a count of the
+// discovery requests it made for a group version (GET /apis/<group>/<version>).
+func subresources(t *testing.T) (*readiness.StatusSubresources, func() int) {
+	t.Helper()
 	var mu sync.Mutex
-	crdReads := 0
+	discoveries := 0
 	counted := testutil.RecordRequests(cfg, func(r testutil.Request) {
-		if strings.Contains(r.Path, "/customresourcedefinitions/") {
+		if strings.Count(r.Path, "/") == 3 && strings.HasPrefix(r.Path, "/apis/") && strings.HasSuffix(r.Path, ".example.com/v1") {
 			mu.Lock()
-			crdReads++
+			discoveries++
 			mu.Unlock()
 		}
 	})
-	return testutil.Client(t, counted), func() int { mu.Lock(); defer mu.Unlock(); return crdReads }
-}
-
-func mapper(t *testing.T, cfg *rest.Config) *readiness.StatusSubresources {
-	t.Helper()
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, err := rest.HTTPClientFor(counted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +101,20 @@ func mapper(t *testing.T, cfg *rest.Config) *readiness.StatusSubresources {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readiness.NewStatusSubresources(m)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(counted, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mapper's own discovery is not the memo's: counted from here.
+	mu.Lock()
+	discoveries = 0
+	mu.Unlock()
+	return readiness.NewStatusSubresources(m, dc), func() int { mu.Lock(); defer mu.Unlock(); return discoveries }
 }
 
 // A custom resource whose CRD has a status subresource and that reported
-// nothing is InProgress NoStatusReported, not Current; the CRD is read once
-// per kind, not on every check; once its controller writes a status it is
+// nothing is InProgress NoStatusReported, not Current; discovery is asked
+// once per kind, not on every check; once its controller writes a status it is
 // Current. A CRD without the subresource leaves kstatus' Current.
 func TestCheckCustomResourceWithoutStatus(t *testing.T) {
 	ctx := context.Background()
@@ -117,8 +125,8 @@ func TestCheckCustomResourceWithoutStatus(t *testing.T) {
 	createWidget(t, c, ns, withStatus, "b")
 	createWidget(t, c, ns, without, "c")
 
-	reader, crdReads := crdCountingReader(t)
-	checker := readiness.Checker{Reader: reader, Causes: readiness.NewCauses(), Subresources: mapper(t, cfg)}
+	subs, discoveries := subresources(t)
+	checker := readiness.Checker{Reader: c, Causes: readiness.NewCauses(), Subresources: subs}
 	refs := []readiness.ObjectRef{
 		{APIVersion: withStatus + "/v1", Kind: "Widget", Namespace: ns, Name: "a"},
 		{APIVersion: withStatus + "/v1", Kind: "Widget", Namespace: ns, Name: "b"},
@@ -146,12 +154,12 @@ func TestCheckCustomResourceWithoutStatus(t *testing.T) {
 	if sum.AllReady || sum.Reason != status.ReasonNoStatusReported {
 		t.Errorf("Summarize: ready %t, reason %s; want not ready, NoStatusReported", sum.AllReady, sum.Reason)
 	}
-	if n := crdReads(); n != 2 {
-		t.Errorf("%d CRD reads for two kinds, want 2", n)
+	if n := discoveries(); n != 2 {
+		t.Errorf("%d discovery requests for two kinds, want 2", n)
 	}
 	check()
-	if n := crdReads(); n != 2 {
-		t.Errorf("a second check read CRDs again: %d reads in all, want 2", n)
+	if n := discoveries(); n != 2 {
+		t.Errorf("a second check asked discovery again: %d requests in all, want 2", n)
 	}
 
 	// Its controller reports: Current.
@@ -188,7 +196,7 @@ func TestCheckHealthRules(t *testing.T) {
 	ref := []readiness.ObjectRef{{APIVersion: group + "/v1", Kind: "Widget", Namespace: ns, Name: "a"}}
 
 	// Without a rule, kstatus' InProgress, with the object's own reason.
-	got := readiness.Checker{Reader: c, Subresources: mapper(t, cfg)}.Check(ctx, ref)
+	got := readiness.Checker{Reader: c, Subresources: must(subresources(t))}.Check(ctx, ref)
 	if got[0].Status != kstatus.InProgressStatus || !strings.HasPrefix(got[0].Message, "Ready=False IssuerNotFound: issuer letsencrypt not found") {
 		t.Errorf("without a rule: %s %q", got[0].Status, got[0].Message)
 	}
@@ -219,7 +227,7 @@ func TestCheckHealthRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := readiness.Checker{Reader: c, Rules: rules, Subresources: mapper(t, cfg)}.Check(ctx, ref)
+			got := readiness.Checker{Reader: c, Rules: rules, Subresources: must(subresources(t))}.Check(ctx, ref)
 			r := got[0]
 			if r.Status != tc.want || r.Reason != tc.reason || r.Message != tc.message || r.Advisory != tc.advisory {
 				t.Errorf("Check: %s %s %q advisory %t; want %s %s %q advisory %t", r.Status, r.Reason, r.Message, r.Advisory,

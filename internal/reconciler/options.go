@@ -101,6 +101,10 @@ type Services struct {
 	// client): emitted as APIWarning events at the action, and the cause
 	// of an object that is not Current. Nil keeps none.
 	Warnings *readiness.Warnings
+	// Subresources tells which kinds are custom resources served with a
+	// status subresource, remembered for the process: such an object that
+	// reported no status is NoStatusReported. Nil: kstatus' verdict stands.
+	Subresources *readiness.StatusSubresources
 	// ActionClientGetter gives the Helm action client of a resource.
 	ActionClientGetter release.ClientGetter
 	// Now is the clock; nil means time.Now.

@@ -63,10 +63,6 @@ type Reconciler struct {
 	// causes remembers why the releases' objects are not ready, per object
 	// version, so that a reconcile that finds them unchanged asks nothing.
 	causes *readiness.Causes
-	// subresources remembers which kinds' CRDs have a status subresource
-	// (a custom resource that reported nothing is NoStatusReported); nil
-	// without a RESTMapper.
-	subresources *readiness.StatusSubresources
 }
 
 // New returns the Reconciler of opts.Kind, or an error naming what is
@@ -79,10 +75,6 @@ func New(opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	k, svc := opts.Kind, opts.Services
-	var subresources *readiness.StatusSubresources
-	if svc.RESTMapper != nil {
-		subresources = readiness.NewStatusSubresources(svc.RESTMapper)
-	}
 	return &Reconciler{
 		kind: k,
 		svc:  svc,
@@ -91,8 +83,6 @@ func New(opts Options) (*Reconciler, error) {
 		status:  status.Writer{Client: svc.Client},
 		tracker: svc.Tracker,
 		causes:  readiness.NewCauses(),
-
-		subresources: subresources,
 	}, nil
 }
 
@@ -366,7 +356,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// the objects they were about while those are not Current.
 	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: r.redactor(obj),
 		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses,
-		Rules: r.kind.HealthChecks, Subresources: r.subresources}
+		Rules: r.kind.HealthChecks, Subresources: r.svc.Subresources}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
 	r.svc.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{

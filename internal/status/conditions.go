@@ -191,7 +191,7 @@ const (
 	// ReasonJobFailed: a Job failed (BackoffLimitExceeded,
 	// DeadlineExceeded, ...); the message names its failed pod's reason.
 	ReasonJobFailed = "JobFailed"
-	// ReasonNoStatusReported: a custom resource whose CRD has a status
+	// ReasonNoStatusReported: a custom resource served with a status
 	// subresource has reported no status yet: its controller has not acted
 	// on it (it may not be installed). kstatus would call it Current.
 	ReasonNoStatusReported = "NoStatusReported"
