@@ -254,9 +254,11 @@ func evalString(prg cel.Program, vars map[string]any) (string, error) {
 
 // applyRule replaces res's verdict with the watch's health check for u's
 // kind, when there is one with expressions, and reports whether it did.
+// An object being deleted stays Terminating: no rule of its status makes
+// it ready.
 func applyRule(res *Result, rs *Rules, u *unstructured.Unstructured, redactor status.Redactor) bool {
 	r := rs.of(u.GroupVersionKind())
-	if r == nil || (r.failed == nil && r.current == nil) {
+	if r == nil || (r.failed == nil && r.current == nil) || res.Status == kstatus.TerminatingStatus {
 		return false // none, or optional alone: the other rules' verdict stands
 	}
 	res.Status, res.Reason, res.Message = r.judge(u)

@@ -155,6 +155,10 @@ func TestHealthRulesOfOtherKindsAndOptional(t *testing.T) {
 	if !applyRule(&res, rules, v2, status.Redactor{}) || res.Status != kstatus.InProgressStatus || !rules.optional(v2.GroupVersionKind()) {
 		t.Errorf("example.com/v2 Widget: %s, optional %t", res.Status, rules.optional(v2.GroupVersionKind()))
 	}
+	terminating := Result{Status: kstatus.TerminatingStatus}
+	if applyRule(&terminating, rules, v2, status.Redactor{}) || terminating.Status != kstatus.TerminatingStatus {
+		t.Errorf("an object being deleted: %s, want Terminating", terminating.Status)
+	}
 	var none *Rules
 	if applyRule(&res, none, v2, status.Redactor{}) || none.optional(v2.GroupVersionKind()) {
 		t.Error("nil Rules must judge nothing")
