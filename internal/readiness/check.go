@@ -87,6 +87,10 @@ type Checker struct {
 	// with a status subresource: such an object that has reported no
 	// status is InProgress NoStatusReported, not Current (custom.go).
 	Subresources *StatusSubresources
+
+	// services are the Services of the refs being checked (set by Check):
+	// a webhook's Service among them is read from the cache.
+	services map[types.NamespacedName]bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -102,6 +106,7 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 		now = c.Now
 	}
 	results := make([]Result, 0, len(refs))
+	c.services = releaseServices(refs)
 	for _, ref := range refs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind())
