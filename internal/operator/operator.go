@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -429,13 +430,20 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if c.WrapRecords != nil {
 		recordsView = c.WrapRecords(recordsView)
 	}
+	// Which custom resources have a status subresource, from discovery
+	// (readiness.StatusSubresources: NoStatusReported).
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	subresources := readiness.NewStatusSubresources(mgr.GetRESTMapper(), dc)
 	shared, err := reconciler.NewServices(reconciler.Services{
 		Client: cl, Cache: resources, Reader: reader, Live: live, RESTMapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder("helm-app-operator"), Tracker: tracker, Warnings: warned,
 		ActionClientGetter: getter, ShardKeys: sh.keys, Shard: sh.selector,
 		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
 		Records: recordsView, Memo: memo, RetryBase: c.RetryBase, RetryMax: c.RetryMax,
-		Reporter: rec, Access: access, Writers: ids.writer,
+		Reporter: rec, Access: access, Writers: ids.writer, Subresources: subresources,
 	})
 	if err != nil {
 		return nil, err
@@ -501,6 +509,7 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		ReconcilePeriod:  w.Period(c.ReconcilePeriod),
 		ReadinessTimeout: w.Readiness(c.ReadinessTimeout),
 		RequireAddresses: w.RequireAddresses,
+		HealthChecks:     w.HealthChecks,
 		Remediation: release.Remediation{
 			RollbackFailedUpgrade:  w.UpgradeRemediation == watches.UpgradeRemediationRollback,
 			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,

@@ -79,6 +79,14 @@ type Checker struct {
 	// Ingress block readiness (the watch's requireAddresses); when false
 	// it is only a warning (Result.Advisory).
 	RequireAddresses bool
+	// Rules are the watch's health checks (watches.yaml healthChecks): for
+	// an object of a kind they name, their verdict replaces kstatus' (the
+	// user's word wins); nil: none.
+	Rules *Rules
+	// Subresources, when set, tells which kinds are custom resources served
+	// with a status subresource: such an object that has reported no
+	// status is InProgress NoStatusReported, not Current (custom.go).
+	Subresources *StatusSubresources
 
 	// services are the Services of the refs being checked (set by Check):
 	// a webhook's Service among them is read from the cache.
@@ -107,10 +115,16 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 		u.SetGroupVersionKind(ref.GroupVersionKind())
 		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
 		res := objectResult(ref, u, err, c.Redactor)
-		if err == nil && res.Status == kstatus.CurrentStatus {
-			if v, ok := c.ownRule(ctx, u); ok {
-				v.apply(&res, c.Redactor)
+		if err == nil && !applyRule(&res, c.Rules, u, c.Redactor) {
+			if res.Status == kstatus.CurrentStatus {
+				if v, ok := c.ownRule(ctx, u); ok {
+					v.apply(&res, c.Redactor)
+				}
 			}
+			c.noStatusReported(ctx, &res, u, now())
+		}
+		if c.Rules.optional(ref.GroupVersionKind()) {
+			res.Advisory = true
 		}
 		switch {
 		case err != nil:
@@ -118,7 +132,8 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 			c.Causes.forget(u.GetUID())
 			c.Warnings.forget(c.Owner, ref)
 		case res.Reason != "":
-			// A rule of our own explained it: no events to look up.
+			// A rule explained it (kinds.go, health.go, custom.go): no
+			// events to look up.
 		case res.Status == kstatus.InProgressStatus || res.Status == kstatus.FailedStatus:
 			t := now()
 			cause, due, ok := c.Causes.lookup(u, t)
@@ -166,6 +181,10 @@ func objectResult(ref ObjectRef, u *unstructured.Unstructured, err error, redact
 		res.Status, res.Message = computed.Status, status.Foreign(computed.Message)
 		if msg, ok := workloadMessage(u, computed); ok {
 			res.Message = msg
+		} else if own, msg, ok := readyCondition(u); ok && computed.Status != kstatus.CurrentStatus && msg == computed.Message {
+			// kstatus quotes only the message of the object's Ready
+			// condition; its reason says as much.
+			res.Message = own
 		}
 	}
 	res.Message = redactor.Safe(res.Message, MaxObjectMessageLength)

@@ -122,10 +122,10 @@ func TestObjectResult(t *testing.T) {
 		u:    obj("v1", "ServiceAccount", map[string]any{}),
 		want: kstatus.CurrentStatus, wantMsg: "Resource is current",
 	}, {
-		name: "an unknown kind with Ready=False is in progress",
+		name: "an unknown kind with Ready=False is in progress, with its own reason",
 		u: obj("example.com/v1", "Widget", map[string]any{"status": map[string]any{
 			"conditions": conds(cond("Ready", "False", "Provisioning", "waiting for the bucket"))}}),
-		want: kstatus.InProgressStatus, wantMsg: "waiting for the bucket",
+		want: kstatus.InProgressStatus, wantMsg: "Ready=False Provisioning: waiting for the bucket",
 	}, {
 		name: "an unknown kind with Ready=True is current",
 		u: obj("example.com/v1", "Widget", map[string]any{"status": map[string]any{

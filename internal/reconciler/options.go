@@ -45,6 +45,9 @@ type Kind struct {
 	// address block readiness (watches.yaml requireAddresses); otherwise it
 	// is only a warning (status.resources.warnings).
 	RequireAddresses bool
+	// HealthChecks are the CEL rules that judge the objects of the kinds
+	// they name (watches.yaml healthChecks, readiness.Rules); nil: none.
+	HealthChecks *readiness.Rules
 	// Remediation says what follows a failed install or upgrade (watches.yaml
 	// installRemediation, upgradeRemediation).
 	Remediation release.Remediation
@@ -104,6 +107,10 @@ type Services struct {
 	// client): emitted as APIWarning events at the action, and the cause
 	// of an object that is not Current. Nil keeps none.
 	Warnings *readiness.Warnings
+	// Subresources tells which kinds are custom resources served with a
+	// status subresource, remembered for the process: such an object that
+	// reported no status is NoStatusReported. Nil: kstatus' verdict stands.
+	Subresources *readiness.StatusSubresources
 	// ActionClientGetter gives the Helm action client of a resource.
 	ActionClientGetter release.ClientGetter
 	// Now is the clock; nil means time.Now.

@@ -357,7 +357,8 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
 	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: r.redactor(obj),
-		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses}
+		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses,
+		Rules: r.kind.HealthChecks, Subresources: r.svc.Subresources}
 	sum := readiness.Summarize(checker.Check(ctx, refs))
 	r.svc.Warnings.Retain(obj.GetUID(), refs)
 	out.Readiness = &status.Readiness{

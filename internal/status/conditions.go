@@ -196,6 +196,17 @@ const (
 	// ReasonJobFailed: a Job failed (BackoffLimitExceeded,
 	// DeadlineExceeded, ...); the message names its failed pod's reason.
 	ReasonJobFailed = "JobFailed"
+	// ReasonNoStatusReported: a custom resource served with a status
+	// subresource has reported no status yet: its controller has not acted
+	// on it (it may not be installed). kstatus would call it Current.
+	ReasonNoStatusReported = "NoStatusReported"
+	// ReasonHealthCheckFailed: the failed expression of the watch's health
+	// check (watches.yaml healthChecks) holds for the object.
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	// ReasonHealthCheckError: an expression of the watch's health check could
+	// not be evaluated on the object (a field it reads is missing, a result
+	// of the wrong type, CEL's cost limit); the message has CEL's error.
+	ReasonHealthCheckError = "HealthCheckError"
 	// ReasonClaimPending: a PersistentVolumeClaim is not bound; the message
 	// quotes its latest Warning event (ProvisioningFailed, FailedBinding) or
 	// says it waits for its first consumer.

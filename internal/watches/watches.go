@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmapp/helm-app-operator/internal/readiness"
 	"github.com/helmapp/helm-app-operator/internal/rollout"
 )
 
@@ -85,6 +86,11 @@ type Watch struct {
 	// Ingress without an address in status.loadBalancer block readiness;
 	// when false (the default) it is only a warning (status.resources.warnings).
 	RequireAddresses bool
+	// HealthChecks, our extension (healthChecks: [{apiVersion, kind,
+	// current, inProgress, failed, message, optional}]), are the CEL rules
+	// that judge the readiness of the objects of the kinds they name,
+	// compiled when the file is loaded (health.go); nil: none.
+	HealthChecks *readiness.Rules
 }
 
 // Test is the test field of a watch entry.
@@ -164,6 +170,7 @@ type entry struct {
 	Scope                   *scopeEntry           `json:"scope,omitempty"`
 	Drift                   *driftEntry           `json:"drift,omitempty"`
 	RequireAddresses        *bool                 `json:"requireAddresses,omitempty"`
+	HealthChecks            []healthCheckEntry    `json:"healthChecks,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -192,6 +199,7 @@ func parse(raw []byte) ([]Watch, error) {
 		return nil, fmt.Errorf("has no entries: nothing to watch")
 	}
 	entries := make([]entry, len(items))
+	rules := make([]*readiness.Rules, len(items))
 	seen := map[schema.GroupVersionKind]int{}
 	for i, item := range items {
 		e, err := checkEntry(item)
@@ -204,6 +212,9 @@ func parse(raw []byte) ([]Watch, error) {
 		}
 		seen[gvk] = i + 1
 		entries[i] = e
+		if rules[i], err = healthRules(e, raw, i); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
 	}
 	// Every error the loader can raise has been judged above, entry by entry;
 	// one left is still given the file's context by the caller.
@@ -224,7 +235,8 @@ func parse(raw []byte) ([]Watch, error) {
 			Rollout:            rolloutOf(e.Rollout),
 			Scope:              scopeOf(e.Scope),
 			Drift:              driftOf(e.Drift),
-			RequireAddresses:   e.RequireAddresses != nil && *e.RequireAddresses}
+			RequireAddresses:   e.RequireAddresses != nil && *e.RequireAddresses,
+			HealthChecks:       rules[i]}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -383,7 +395,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()
