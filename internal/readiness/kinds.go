@@ -31,6 +31,8 @@ type verdict struct {
 // in a file of its own; this is only the dispatch.
 func (c Checker) ownRule(ctx context.Context, u *unstructured.Unstructured) (v verdict, ok bool) {
 	switch u.GroupVersionKind().GroupKind() {
+	case apiServiceKind:
+		return apiServiceVerdict(u), true
 	}
 	return verdict{}, false
 }
