@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
@@ -20,7 +21,12 @@ import (
 const CapabilitiesTTL = capabilitiesTTL
 
 func NewSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time) helmclient.ActionConfigGetter {
-	return newSharedCapabilities(inner, now, nil, nil)
+	return newSharedCapabilities(inner, now, nil, nil, logr.Discard())
+}
+
+// NewSharedCapabilitiesLogging is NewSharedCapabilities logging to log.
+func NewSharedCapabilitiesLogging(inner helmclient.ActionConfigGetter, now func() time.Time, log logr.Logger) helmclient.ActionConfigGetter {
+	return newSharedCapabilities(inner, now, nil, nil, log)
 }
 
 // KubeFactory is the factory of Helm's kube client kc, as the operator
