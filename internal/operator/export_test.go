@@ -73,7 +73,8 @@ func NewReleasePostRenderer(rm meta.RESTMapper, kc kube.Interface, owner client.
 	var cluster []release.ScopeRule
 	for _, gk := range [][2]string{{"rbac.authorization.k8s.io", "ClusterRole"}, {"rbac.authorization.k8s.io", "ClusterRoleBinding"},
 		{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"}, {"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
-		{"storage.k8s.io", "CSIDriver"}, {"scheduling.k8s.io", "PriorityClass"}, {"apiextensions.k8s.io", "CustomResourceDefinition"}} {
+		{"storage.k8s.io", "CSIDriver"}, {"scheduling.k8s.io", "PriorityClass"}, {"apiextensions.k8s.io", "CustomResourceDefinition"},
+		{"apiregistration.k8s.io", "APIService"}} {
 		cluster = append(cluster, release.ScopeRule{Group: gk[0], Kind: gk[1], Names: []string{"*"}})
 	}
 	return NewScopedPostRenderer(rm, kc, owner, labels, release.Scope{
