@@ -2,8 +2,12 @@ package dependents
 
 import (
 	"context"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -70,8 +74,66 @@ func (r Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	return nil
 }
 
-// List always reads live: the cache holds only labelled objects, and a list
-// is never of those (it is of pods, for readiness hints).
+// List reads live, except a list the cache can answer whole: of
+// *unstructured.Unstructured objects of a kind the cache watches, whose
+// label selector requires ManagedLabel (the cache holds every object that
+// carries it, in the namespaces it covers), outside a context from
+// ReadFresh. Readiness lists a release's Service's EndpointSlices that way:
+// they carry the Service's labels. A list from the cache that holds a
+// version older than one a reconcile has read, or that the cache cannot
+// answer (a namespace it does not cover), is read live. Every object listed
+// is recorded in the Tracker.
 func (r Reader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return r.Live.List(ctx, list, opts...)
+	ul, ok := list.(*unstructured.UnstructuredList)
+	if !ok || r.Cache == nil || r.Tracker == nil || fresh(ctx) {
+		return r.Live.List(ctx, list, opts...)
+	}
+	gvk := ul.GroupVersionKind()
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	if !r.Tracker.isWatched(gvk) || !requiresManaged(lo.LabelSelector) {
+		return r.Live.List(ctx, list, opts...)
+	}
+	cached := &unstructured.UnstructuredList{}
+	cached.SetGroupVersionKind(ul.GroupVersionKind())
+	if err := r.Cache.List(ctx, cached, opts...); err == nil && !r.anyStale(gvk, cached.Items) {
+		cached.DeepCopyInto(ul)
+	} else if err := r.Live.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	for i := range ul.Items {
+		r.Tracker.Saw(gvk, &ul.Items[i])
+	}
+	return nil
+}
+
+// anyStale tells whether one of items is older than a version a reconcile
+// has read.
+func (r Reader) anyStale(gvk schema.GroupVersionKind, items []unstructured.Unstructured) bool {
+	for i := range items {
+		if r.Tracker.stale(gvk, &items[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// requiresManaged tells whether sel selects only objects labelled
+// ManagedLabel=ManagedLabelValue.
+func requiresManaged(sel labels.Selector) bool {
+	if sel == nil {
+		return false
+	}
+	reqs, _ := sel.Requirements()
+	for _, req := range reqs {
+		if req.Key() != ManagedLabel {
+			continue
+		}
+		vals := req.Values()
+		if (req.Operator() == selection.Equals || req.Operator() == selection.DoubleEquals ||
+			(req.Operator() == selection.In && vals.Len() == 1)) && vals.Has(ManagedLabelValue) {
+			return true
+		}
+	}
+	return false
 }

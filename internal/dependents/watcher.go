@@ -65,7 +65,11 @@ func (w *Watcher) Ensure(gvks []schema.GroupVersionKind) error {
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		h := &unseen{inner: w.handler, tracker: w.tracker, owner: w.owner, gvk: gvk}
+		inner := w.handler
+		if gvk.GroupKind() == endpointSliceGK {
+			inner = sliceOwner{cache: w.cache, tracker: w.tracker, inner: w.handler}
+		}
+		h := &unseen{inner: inner, tracker: w.tracker, owner: w.owner, gvk: gvk}
 		src := source.Kind[client.Object](w.cache, obj, h, changesOnly())
 		if err := w.controller.Watch(src); err != nil {
 			return fmt.Errorf("watching %s objects of the release: %w", gvk.Kind, err)

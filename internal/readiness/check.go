@@ -79,6 +79,10 @@ type Checker struct {
 	// Ingress block readiness (the watch's requireAddresses); when false
 	// it is only a warning (Result.Advisory).
 	RequireAddresses bool
+
+	// services are the Services of the refs being checked (set by Check):
+	// a webhook's Service among them is read from the cache.
+	services map[types.NamespacedName]bool
 }
 
 // Check reads each object and computes its kstatus, one Result per ref in the
@@ -94,6 +98,7 @@ func (c Checker) Check(ctx context.Context, refs []ObjectRef) []Result {
 		now = c.Now
 	}
 	results := make([]Result, 0, len(refs))
+	c.services = releaseServices(refs)
 	for _, ref := range refs {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(ref.GroupVersionKind())

@@ -105,6 +105,8 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The Service has a ready endpoint (the Service rule, issue 40).
+	createSlice(t, c, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, "web-a", ptr.To(true))
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "readiness-" + rand.String(5)}}
 	if err := c.Create(ctx, role); err != nil {
 		t.Fatal(err)

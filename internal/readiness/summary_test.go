@@ -167,3 +167,45 @@ func TestSummarizeUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// An advisory object that is not Current is reported, not counted: a
+// release whose counted objects are all Current is ready, its message
+// names the warning, and the warning never decides the reason.
+func TestSummarizeWarnings(t *testing.T) {
+	lb := result("v1", "Service", "lb", kstatus.InProgressStatus, "no load-balancer address yet")
+	lb.Advisory, lb.Reason = true, status.ReasonNoAddress
+	ing := result("networking.k8s.io/v1", "Ingress", "web", kstatus.InProgressStatus, "no load-balancer address yet")
+	ing.Advisory, ing.Reason = true, status.ReasonNoAddress
+	currentAdvisory := currentSvc
+	currentAdvisory.Advisory = true
+
+	s := Summarize([]Result{currentDeploy, lb, currentCM})
+	want := "All 2 resources are Current; 1 warning: Service lb: no load-balancer address yet"
+	if !s.AllReady || s.Total != 2 || s.Ready != 2 || s.Reason != ReasonAllCurrent || s.Message != want || len(s.NotReady) != 0 {
+		t.Errorf("one warning: %+v\nwant ready, 2/2, message %q", s, want)
+	}
+	if len(s.Warnings) != 1 || s.Warnings[0].Name != "lb" || s.Warnings[0].Status != "InProgress" || s.Warnings[0].Message != "no load-balancer address yet" {
+		t.Errorf("Warnings = %+v", s.Warnings)
+	}
+
+	s = Summarize([]Result{lb, ing, currentAdvisory})
+	want = "All 1 resources are Current; 2 warnings: Ingress web: no load-balancer address yet; and 1 more"
+	if !s.AllReady || s.Total != 1 || s.Ready != 1 || s.Message != want || len(s.Warnings) != 2 || s.Warnings[0].Kind != "Ingress" {
+		t.Errorf("two warnings: %+v\nwant ready, 1/1 (a Current advisory object counts), message %q, Ingress first", s, want)
+	}
+
+	s = Summarize([]Result{slowDeploy, lb})
+	if s.AllReady || s.Total != 1 || s.Reason != ReasonInProgress || s.Message != "Deployment web: 1/3 replicas available" || len(s.Warnings) != 1 {
+		t.Errorf("a counted object not ready: %+v\nwant reason InProgress from the Deployment, its message unchanged, the warning listed", s)
+	}
+
+	many := []Result{currentCM}
+	for i := range 12 {
+		w := result("v1", "Service", fmt.Sprintf("lb-%02d", i), kstatus.InProgressStatus, "no load-balancer address yet")
+		w.Advisory = true
+		many = append(many, w)
+	}
+	if s = Summarize(many); len(s.Warnings) != MaxNotReady || !strings.Contains(s.Message, "12 warnings: Service lb-00") {
+		t.Errorf("12 warnings: %d listed, message %q; want %d listed, 12 counted", len(s.Warnings), s.Message, MaxNotReady)
+	}
+}

@@ -347,7 +347,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 			Summary: fmt.Sprintf("Reading the objects of release %s revision %d failed", st.Deployed.Name, st.Deployed.Version), Err: err}
 	}
 	if r.dependents != nil {
-		if err := r.dependents.Ensure(readiness.Kinds(refs)); err != nil {
+		if err := r.dependents.Ensure(readiness.ReadKinds(refs)); err != nil {
 			return &release.Error{Reason: status.ReasonReconcileError, Summary: "Watching the release's objects failed", Err: err}
 		}
 	}

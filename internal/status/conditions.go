@@ -207,6 +207,22 @@ const (
 	// ReasonWarningEvent: an object that is not ready, with no cause of the
 	// classes above, has a Warning event; the message quotes the latest.
 	ReasonWarningEvent = "WarningEvent"
+	// ReasonNoReadyEndpoints: a Service with a selector has no ready
+	// endpoint in its EndpointSlices, or a webhook configuration's webhook
+	// points at a Service that has none (the message names the webhook and
+	// its Service).
+	ReasonNoReadyEndpoints = "NoReadyEndpoints"
+	// ReasonWebhookServiceNotFound: a webhook configuration's webhook points
+	// at a Service (clientConfig.service) that does not exist.
+	ReasonWebhookServiceNotFound = "WebhookServiceNotFound"
+	// ReasonCABundlePending: a webhook configuration's webhook has no
+	// clientConfig.caBundle yet (an injector such as cert-manager's may
+	// fill it in later).
+	ReasonCABundlePending = "CABundlePending"
+	// ReasonNoAddress: a LoadBalancer Service or an Ingress has no address
+	// in status.loadBalancer.ingress yet. A warning (status.resources.warnings)
+	// unless the watch sets requireAddresses.
+	ReasonNoAddress = "NoAddress"
 
 	// ReasonNoRelease: ResourcesReady=False (or Unknown) because no release is deployed.
 	ReasonNoRelease = "NoDeployedRelease"
