@@ -5,11 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
@@ -48,14 +48,17 @@ type sharedCapabilities struct {
 
 	// validators are the manifests' validators (validator.go).
 	validators sharedValidators
+	// failures says once which API groups' discovery fails (discovery.go).
+	failures discoveryFailures
 
 	mu   sync.Mutex
 	caps *chartutil.Capabilities
 	at   time.Time
 }
 
-func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time, writes *release.Writes, actions *release.Actions) *sharedCapabilities {
-	return &sharedCapabilities{inner: inner, now: now, writes: writes, actions: actions, validators: sharedValidators{now: now}}
+func newSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time, writes *release.Writes, actions *release.Actions, log logr.Logger) *sharedCapabilities {
+	return &sharedCapabilities{inner: inner, now: now, writes: writes, actions: actions, validators: sharedValidators{now: now},
+		failures: discoveryFailures{log: log}}
 }
 
 func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Object) (*action.Configuration, error) {
@@ -79,6 +82,9 @@ func (s *sharedCapabilities) ActionConfigFor(ctx context.Context, obj client.Obj
 	return cfg, nil
 }
 
+// capabilities returns the cluster's capabilities, read again when the
+// last reading is capabilitiesTTL old. A group whose discovery fails (an
+// unavailable APIService) is left out, and logged once (discoveryFailures).
 func (s *sharedCapabilities) capabilities(cfg *action.Configuration) (*chartutil.Capabilities, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,9 +101,14 @@ func (s *sharedCapabilities) capabilities(cfg *action.Configuration) (*chartutil
 	if err != nil {
 		return nil, err
 	}
-	apis, err := action.GetVersionSet(dc)
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		// An orphaned API service leaves the rest usable, as Helm treats it.
+	// Helm's GetVersionSet uses a partial discovery and drops its error;
+	// the groups that failed are read from the call it makes.
+	read := &groupsRead{ServerResourcesInterface: dc}
+	apis, err := action.GetVersionSet(read)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.failures.partial(read.err); err != nil {
 		return nil, err
 	}
 	s.caps = &chartutil.Capabilities{

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	helmclient "github.com/operator-framework/helm-operator-plugins/pkg/client"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
@@ -20,7 +21,12 @@ import (
 const CapabilitiesTTL = capabilitiesTTL
 
 func NewSharedCapabilities(inner helmclient.ActionConfigGetter, now func() time.Time) helmclient.ActionConfigGetter {
-	return newSharedCapabilities(inner, now, nil, nil)
+	return newSharedCapabilities(inner, now, nil, nil, logr.Discard())
+}
+
+// NewSharedCapabilitiesLogging is NewSharedCapabilities logging to log.
+func NewSharedCapabilitiesLogging(inner helmclient.ActionConfigGetter, now func() time.Time, log logr.Logger) helmclient.ActionConfigGetter {
+	return newSharedCapabilities(inner, now, nil, nil, log)
 }
 
 // KubeFactory is the factory of Helm's kube client kc, as the operator
@@ -67,7 +73,8 @@ func NewReleasePostRenderer(rm meta.RESTMapper, kc kube.Interface, owner client.
 	var cluster []release.ScopeRule
 	for _, gk := range [][2]string{{"rbac.authorization.k8s.io", "ClusterRole"}, {"rbac.authorization.k8s.io", "ClusterRoleBinding"},
 		{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"}, {"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
-		{"storage.k8s.io", "CSIDriver"}, {"scheduling.k8s.io", "PriorityClass"}, {"apiextensions.k8s.io", "CustomResourceDefinition"}} {
+		{"storage.k8s.io", "CSIDriver"}, {"scheduling.k8s.io", "PriorityClass"}, {"apiextensions.k8s.io", "CustomResourceDefinition"},
+		{"apiregistration.k8s.io", "APIService"}} {
 		cluster = append(cluster, release.ScopeRule{Group: gk[0], Kind: gk[1], Names: []string{"*"}})
 	}
 	return NewScopedPostRenderer(rm, kc, owner, labels, release.Scope{

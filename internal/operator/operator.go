@@ -359,7 +359,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	// The registry of running actions; a newer generation of a resource
 	// preempts the waits of its running action (release.Actions.Supersede).
 	actions := release.NewActions()
-	caps := newSharedCapabilities(acg, time.Now, writes, actions)
+	caps := newSharedCapabilities(acg, time.Now, writes, actions, mgr.GetLogger().WithName("discovery"))
 	// Every object of a release is labelled, so that a label-scoped cache can
 	// watch it, and owned by the resource, in one post-renderer (postrender.go).
 	var pass onePass

@@ -53,6 +53,8 @@ func (c Checker) ownRule(ctx context.Context, u *unstructured.Unstructured) (v v
 		return c.ingressRule(u)
 	case validatingWebhookConfigGK, mutatingWebhookConfigGK:
 		return c.webhookRule(ctx, u)
+	case apiServiceKind:
+		return apiServiceVerdict(u), true
 	}
 	return verdict{}, false
 }

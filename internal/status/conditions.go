@@ -214,6 +214,12 @@ const (
 	// ReasonRolloutStuck: a Deployment's Progressing=False
 	// ProgressDeadlineExceeded, with no more specific cause known.
 	ReasonRolloutStuck = "RolloutStuck"
+	// ReasonAPIServiceUnavailable: an APIService (an aggregated API) is not
+	// Available as the API server judges it; the message quotes the API
+	// server's reason and message (MissingEndpoints, FailedDiscoveryCheck,
+	// ServiceNotFound, ...). While it lasts the API's group is missing from
+	// discovery for every client of the cluster.
+	ReasonAPIServiceUnavailable = "APIServiceUnavailable"
 	// ReasonWarningEvent: an object that is not ready, with no cause of the
 	// classes above, has a Warning event; the message quotes the latest.
 	ReasonWarningEvent = "WarningEvent"
