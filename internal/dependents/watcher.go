@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -33,6 +36,7 @@ type Watcher struct {
 	tracker    *Tracker
 	owner      schema.GroupKind
 	handler    handler.EventHandler
+	log        logr.Logger
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -51,14 +55,25 @@ func NewWatcher(c cache.Cache, ctrl controller.Controller, t *Tracker, scheme *r
 		handler: ownerHandler{owner: ownerGVK.GroupKind(),
 			byReference: handler.EnqueueRequestForOwner(scheme, mapper, owner, handler.OnlyControllerOwner())},
 		watched: map[schema.GroupVersionKind]bool{},
+		log:     logf.Log.WithName("dependents").WithValues("owner", ownerGVK.Kind),
 	}
 }
 
 // Ensure watches each kind not watched yet. A kind whose watch cannot start
 // is an error: without it the status would miss that kind's changes.
+//
+// It returns once each new watch has listed its kind and passed the list
+// to the handler, or after SyncWait: controller-runtime does not wait for a
+// watch added to a running controller, and an object of the release
+// deleted between Ensure and that list (right after the install that
+// called Ensure) would be missing from the list with no deletion event to
+// say so, so nothing would restore it before the periodic reconcile (found
+// under load by TestDeletedClusterScopedObjectWakesItsResource). A watch
+// that has not synced by then (a kind the operator may not list) goes on
+// trying, as before; Ensure does not wait for it again.
 func (w *Watcher) Ensure(gvks []schema.GroupVersionKind) error {
+	var started []syncer
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for _, gvk := range gvks {
 		if w.watched[gvk] {
 			continue
@@ -72,12 +87,48 @@ func (w *Watcher) Ensure(gvks []schema.GroupVersionKind) error {
 		h := &unseen{inner: inner, tracker: w.tracker, owner: w.owner, gvk: gvk}
 		src := source.Kind[client.Object](w.cache, obj, h, changesOnly())
 		if err := w.controller.Watch(src); err != nil {
+			w.mu.Unlock()
 			return fmt.Errorf("watching %s objects of the release: %w", gvk.Kind, err)
 		}
 		w.watched[gvk] = true
 		w.tracker.markWatched(gvk)
+		started = append(started, syncer{gvk: gvk, src: src})
 	}
+	w.mu.Unlock()
+	w.waitSynced(started)
 	return nil
+}
+
+// SyncWait bounds how long Ensure waits for a new watch to list its kind.
+var SyncWait = 10 * time.Second
+
+// syncer is a watch Ensure started.
+type syncer struct {
+	gvk schema.GroupVersionKind
+	src source.SyncingSource
+}
+
+// waitSynced waits, at most SyncWait in all, for the watches started to
+// have listed their kinds. A source's WaitForSync is given a context that is
+// never cancelled: cancelling it would cancel the watch's start.
+func (w *Watcher) waitSynced(started []syncer) {
+	if len(started) == 0 {
+		return
+	}
+	deadline := time.After(SyncWait)
+	for _, s := range started {
+		done := make(chan error, 1)
+		go func() { done <- s.src.WaitForSync(context.Background()) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				w.log.Info("the watch of a kind of the release failed to sync", "kind", s.gvk.String(), "error", err.Error())
+			}
+		case <-deadline:
+			w.log.Info("the watch of a kind of the release has not listed it yet; going on without waiting", "kind", s.gvk.String(), "waited", SyncWait.String())
+			return
+		}
+	}
 }
 
 // changesOnly passes creations, real updates and deletions. Creations
