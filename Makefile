@@ -70,9 +70,10 @@ test: ## Run go vet, check generated files and tracked files, and run every test
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test ./... -count=1 -timeout 30m
 
 .PHONY: test-e2e
-test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok), with OLM v1 for the install through OLM.
+test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok), with OLM v1 and OLM v0 for the installs through OLM.
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
 	hack/olm-bins.sh >/dev/null; \
+	hack/olmv0-bins.sh >/dev/null; \
 	KUBEBUILDER_ASSETS="$$assets" RANDOM_SEED="$(RANDOM_SEED)" RANDOM_STEPS="$(RANDOM_STEPS)" \
 		RANDOM_KEEP="$(RANDOM_KEEP)" RANDOM_SHRINK="$(RANDOM_SHRINK)" \
 		$(GO) test -tags e2e ./test/e2e/ $(if $(RANDOM_SEED),-run '^TestRandomHistories$$') -count=1 -v -timeout 30m
