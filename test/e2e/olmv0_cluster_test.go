@@ -120,10 +120,20 @@ func (o *olmV0) start() {
 	o.t.Helper()
 	o.kubectl("create", "namespace", olmv0Namespace)
 	o.kubectl("apply", "--server-side", "-f", filepath.Join(o.bins, "crds"))
-	o.kubectl("wait", "--for=condition=Established", "--timeout="+deadline.String(),
-		"crd/catalogsources.operators.coreos.com", "crd/subscriptions.operators.coreos.com", "crd/installplans.operators.coreos.com",
-		"crd/clusterserviceversions.operators.coreos.com", "crd/operatorgroups.operators.coreos.com",
-		"crd/operatorconditions.operators.coreos.com", "crd/olmconfigs.operators.coreos.com", "crd/operators.operators.coreos.com")
+	// Polled, not `kubectl wait`: that fails on a CRD the API server has
+	// not yet given a status.
+	for _, crd := range []string{"catalogsources", "subscriptions", "installplans", "clusterserviceversions", "operatorgroups",
+		"operatorconditions", "olmconfigs", "operators"} {
+		name := crd + ".operators.coreos.com"
+		o.eventually("CRD "+name+" Established", func(ctx context.Context) (bool, string) {
+			u, err := suite.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			got, s := conditionsOf(u)
+			return got["Established"] == "True", s
+		})
+	}
 	tlsDir := filepath.Join(o.dir, "olm-tls")
 	if err := selfSignedLoopback(tlsDir, filepath.Join(o.dir, "olm-ca")); err != nil {
 		o.t.Fatal(err)
@@ -456,7 +466,8 @@ func (o *olmV0) restore() {
 	}
 	o.procs = nil
 	run("delete", "-f", filepath.Join(o.bins, "crds"), "--ignore-not-found", "--wait=true")
-	run("delete", "namespace", olmv0Namespace, "--ignore-not-found", "--wait=false")
+	// Waited for: the next test creates it again.
+	run("delete", "namespace", olmv0Namespace, "--ignore-not-found", "--wait=true", "--timeout=2m")
 	// OLM v0 updated our CRDs in place (it keeps them when the operator
 	// goes): TestMain's apply makes them the suite's again.
 	run("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(suite.root, "config", "crd", "bases"))
