@@ -60,7 +60,7 @@ func TestOLMv0BrokenPermissions(t *testing.T) {
 	dep := o.operatorDeployment(ns, csv.Name, s.operator)
 	sa := dep.Spec.Template.Spec.ServiceAccountName
 	// OLM granted what the broken CSV says, nothing more.
-	o.checkRBACv0(csv, ns, sa, false)
+	o.checkRBACv0(csv, ns, sa, []string{ns})
 
 	apps := &env{t: t, ns: ns, dir: testDir(t)}
 	t.Cleanup(func() { releaseNamespace(t, ns) })

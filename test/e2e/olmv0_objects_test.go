@@ -142,22 +142,15 @@ func (o *olmV0) operatorDeployment(ns, csv, operatorDigest string) *appsv1.Deplo
 }
 
 // checkRBACv0 checks that what the CSV grants exists, bound to ServiceAccount
-// ns/sa, the way OLM v0 grants it: each clusterPermissions entry a
-// ClusterRole with exactly its rules; each permissions entry a Role with
-// exactly its rules in the operator's namespace (OwnNamespace: its only
-// target) or, for an OperatorGroup of all namespaces, a ClusterRole with its
-// rules plus get, list and watch on namespaces.
-func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, global bool) {
+// ns/sa, the way OLM v0 grants it for an OperatorGroup of targets (nil: all
+// namespaces): each clusterPermissions entry a ClusterRole with exactly its
+// rules; each permissions entry a Role with exactly its rules in the
+// operator's namespace and in each target namespace (OLM copies it there)
+// or, for all namespaces, a ClusterRole with its rules plus get, list and
+// watch on namespaces.
+func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, targets []string) {
 	o.t.Helper()
 	ctx := context.Background()
-	crbs, err := suite.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	rbs, err := suite.kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		o.t.Fatal(err)
-	}
 	clusterRules := func(name string) ([]rbacv1.PolicyRule, error) {
 		r, err := suite.kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -165,22 +158,34 @@ func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, 
 		}
 		return r.Rules, nil
 	}
-	var clusterBindings, roleBindings []roleBinding
+	crbs, err := suite.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	var clusterBindings []roleBinding
 	for _, b := range crbs.Items {
 		clusterBindings = append(clusterBindings, roleBinding{b.Subjects, b.RoleRef, clusterRules})
 	}
-	for _, b := range rbs.Items {
-		rules := func(name string) ([]rbacv1.PolicyRule, error) {
-			if b.RoleRef.Kind == "ClusterRole" {
-				return clusterRules(name)
-			}
-			r, err := suite.kube.RbacV1().Roles(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return r.Rules, nil
+	roleBindings := func(n string) []roleBinding {
+		rbs, err := suite.kube.RbacV1().RoleBindings(n).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			o.t.Fatal(err)
 		}
-		roleBindings = append(roleBindings, roleBinding{b.Subjects, b.RoleRef, rules})
+		var out []roleBinding
+		for _, b := range rbs.Items {
+			rules := func(name string) ([]rbacv1.PolicyRule, error) {
+				if b.RoleRef.Kind == "ClusterRole" {
+					return clusterRules(name)
+				}
+				r, err := suite.kube.RbacV1().Roles(n).Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				return r.Rules, nil
+			}
+			out = append(out, roleBinding{b.Subjects, b.RoleRef, rules})
+		}
+		return out
 	}
 	spec := csv.Spec.InstallStrategy.StrategySpec
 	for i, p := range spec.ClusterPermissions {
@@ -188,14 +193,19 @@ func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, 
 			o.t.Errorf("no ClusterRole with the rules of the CSV's clusterPermissions[%d] (%d rules) is bound to %s/%s", i, len(p.Rules), ns, sa)
 		}
 	}
+	namespaces := append([]string{ns}, slices.DeleteFunc(slices.Clone(targets), func(n string) bool { return n == ns })...)
 	for i, p := range spec.Permissions {
-		if global {
+		if targets == nil {
 			rules := append(slices.Clone(p.Rules), rbacv1.PolicyRule{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"namespaces"}})
 			if !boundV0(rules, ns, sa, clusterBindings) {
 				o.t.Errorf("no ClusterRole with the rules of the CSV's permissions[%d] (%d rules, plus namespaces) is bound to %s/%s (AllNamespaces)", i, len(p.Rules), ns, sa)
 			}
-		} else if !boundV0(p.Rules, ns, sa, roleBindings) {
-			o.t.Errorf("no Role of %s with the rules of the CSV's permissions[%d] (%d rules) is bound to %s/%s", ns, i, len(p.Rules), ns, sa)
+			continue
+		}
+		for _, n := range namespaces {
+			if !boundV0(p.Rules, ns, sa, roleBindings(n)) {
+				o.t.Errorf("no Role of %s with the rules of the CSV's permissions[%d] (%d rules) is bound to %s/%s", n, i, len(p.Rules), ns, sa)
+			}
 		}
 	}
 }

@@ -22,11 +22,12 @@ import (
 // TestInstalledByOLMv0 installs the operator the OperatorHub way, through a
 // real OLM v0 (olm and catalog, out of the cluster: see
 // olmv0_cluster_test.go) from our catalog image: for each install mode
-// tested, an OperatorGroup and a Subscription with installPlanApproval
-// Manual, the InstallPlan approved, the CSV Succeeded; the manager run with
-// what OLM granted; version B published and its InstallPlan approved; then
-// the operator removed as OLM v0 removes it (Subscription and CSV deleted,
-// CRDs kept).
+// tested (AllNamespaces, OwnNamespace, MultiNamespace), an OperatorGroup and
+// a Subscription with installPlanApproval Manual, the InstallPlan approved,
+// the CSV Succeeded, the RBAC OLM v0 grants in that mode; the manager run
+// with what OLM granted; version B published and its InstallPlan approved
+// (AllNamespaces, OwnNamespace); then the operator removed as OLM v0 removes
+// it (Subscription and CSV deleted, CRDs kept).
 //
 // OLM_DEMO=1 (make olm-demo OLM=v0) stops after the upgrade of the first
 // mode with everything running and prints how to look at it, until Ctrl-C.
@@ -38,27 +39,55 @@ func TestInstalledByOLMv0(t *testing.T) {
 	o.start()
 
 	// AllNamespaces first: its manager would also see the resources the
-	// OwnNamespace run leaves behind in its namespace (CRDs and resources
-	// stay when OLM v0 removes an operator).
-	for _, mode := range []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces, v1alpha1.InstallModeTypeOwnNamespace} {
+	// other runs leave behind in their namespaces (CRDs and resources stay
+	// when OLM v0 removes an operator). MultiNamespace (two target
+	// namespaces, neither the operator's) is run without the upgrade: it
+	// adds what OLM v0 does per target namespace (the Roles copied there).
+	for _, mode := range []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces, v1alpha1.InstallModeTypeOwnNamespace,
+		v1alpha1.InstallModeTypeMultiNamespace} {
 		o.installMode(mode, a, b)
 	}
 }
 
+// releaseAt is a resource's release and its Helm history at some point.
+type releaseAt struct {
+	e          *env
+	kind, name string
+	history    []helmRevision
+}
+
 // installMode installs version a in a namespace of its own with an
 // OperatorGroup of mode, runs the manager and its resources, upgrades to b
-// and removes the operator.
+// (but for MultiNamespace) and removes the operator.
 func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 	t := o.t
 	t.Logf("== install mode %s ==", mode)
-	global := mode == v1alpha1.InstallModeTypeAllNamespaces
 	ns := "olmv0-" + strings.ToLower(string(mode)) + "-" + rand.String(5)
 	o.installNS = ns
 	// Published again for each mode: the catalog of A only.
 	o.publish(a.catalog)
-	var targets []string
-	if !global {
+	// The target namespaces (nil: all), and where the resources go.
+	var targets, appNamespaces []string
+	switch mode {
+	case v1alpha1.InstallModeTypeAllNamespaces:
+		appNamespaces = []string{"olmv0-apps-" + rand.String(5)}
+	case v1alpha1.InstallModeTypeOwnNamespace:
 		targets = []string{ns}
+		appNamespaces = targets
+	case v1alpha1.InstallModeTypeMultiNamespace:
+		targets = []string{ns + "-a", ns + "-b"}
+		appNamespaces = targets
+	}
+	var apps []*env
+	for _, n := range appNamespaces {
+		if n != ns {
+			o.kubectl("create", "namespace", n)
+		}
+		apps = append(apps, &env{t: t, ns: n, dir: testDir(t)})
+		t.Cleanup(func() { releaseNamespace(t, n) })
+	}
+	if !slices.Contains(appNamespaces, ns) {
+		t.Cleanup(func() { releaseNamespace(t, ns) })
 	}
 	o.subscribe(ns, targets)
 	o.approve(ns, csvName(a.version))
@@ -73,46 +102,59 @@ func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 	if _, err := suite.kube.CoreV1().ServiceAccounts(ns).Get(context.Background(), sa, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the Deployment's ServiceAccount %s/%s: %v", ns, sa, err)
 	}
-	if got, want := dep.Spec.Template.Annotations[olmv0TargetsAnnotation], strings.Join(targets, ","); got != want {
+	// In any order; "" for all namespaces.
+	got, want := dep.Spec.Template.Annotations[olmv0TargetsAnnotation], strings.Join(targets, ",")
+	if !sameSet(strings.Split(got, ","), strings.Split(want, ",")) {
 		t.Errorf("the Deployment's pod template has %s=%q, want %q", olmv0TargetsAnnotation, got, want)
 	}
-	o.checkRBACv0(csv, ns, sa, global)
+	o.checkRBACv0(csv, ns, sa, targets)
 
 	// The manager, as the ServiceAccount OLM created, with the Deployment's
 	// args and env (WATCH_NAMESPACE from olm.targetNamespaces).
-	apps := &env{t: t, ns: ns, dir: testDir(t)}
-	if global {
-		apps.ns = "olmv0-apps-" + rand.String(5)
-		o.kubectl("create", "namespace", apps.ns)
+	m := o.startManager(apps[0], dep, sa, "manager-"+a.version+".log")
+	for _, e := range apps[1:] {
+		e.op, e.logPath = m, m.logPath
 	}
-	t.Cleanup(func() { releaseNamespace(t, apps.ns) })
-	m := o.startManager(apps, dep, sa, "manager-"+a.version+".log")
-	o.runResources(apps)
-	historyA := map[string][]helmRevision{"web": apps.helmHistory("web"), "hello": apps.helmHistory("hello")}
-
-	// Version B published: the CatalogSource pointed at the catalog of
-	// both, B replacing A; its InstallPlan approved.
-	o.publish(b.catalog)
-	o.approve(ns, csvName(b.version))
-	csv = o.waitCSV(ns, csvName(b.version), "Succeeded")
-	o.waitGone("csv "+csvName(a.version), func(ctx context.Context) error {
-		_, err := suite.dyn.Resource(csvGVR).Namespace(ns).Get(ctx, csvName(a.version), metav1.GetOptions{})
-		return err
-	})
-	dep = o.operatorDeployment(ns, csv.Name, b.operator)
-	o.checkRBACv0(csv, ns, sa, global)
-	// The pod of A would be replaced by one of B: the same here.
-	if err := m.stop(); err != nil {
-		t.Errorf("%v (log %s)", err, m.logPath)
+	var releases []releaseAt
+	if mode == v1alpha1.InstallModeTypeMultiNamespace {
+		// One resource in each target namespace.
+		apps[0].applyNginx("web", "  replicaCount: 1\n")
+		o.applyEcho(apps[1], "hello", "hello from OLM v0")
+		apps[0].waitNginx("web", "nginx/web Ready", func(n *nginx) bool { return n.is("Ready", metav1.ConditionTrue) })
+		apps[1].kubectl("wait", "--for=condition=Ready", "echo/hello", "--timeout="+deadline.String())
+		releases = []releaseAt{{e: apps[0], kind: "nginx", name: "web"}, {e: apps[1], kind: "echo", name: "hello"}}
+	} else {
+		o.runResources(apps[0])
+		releases = []releaseAt{{e: apps[0], kind: "nginx", name: "web"}, {e: apps[0], kind: "echo", name: "hello"}}
 	}
-	m = o.startManager(apps, dep, sa, "manager-"+b.version+".log")
-	o.waitReconciled(m, 2)
-	o.checkHistories(apps, historyA, "the upgrade of the operator")
-	apps.waitNginx("web", "nginx/web still Ready", func(n *nginx) bool { return n.is("Ready", metav1.ConditionTrue) })
-	apps.kubectl("wait", "--for=condition=Ready", "echo/hello", "--timeout="+deadline.String())
+	for i := range releases {
+		releases[i].history = releases[i].e.helmHistory(releases[i].name)
+	}
 
-	if os.Getenv("OLM_DEMO") != "" {
-		o.demo(apps, m, ns)
+	if mode != v1alpha1.InstallModeTypeMultiNamespace {
+		// Version B published: the CatalogSource pointed at the catalog of
+		// both, B replacing A; its InstallPlan approved.
+		o.publish(b.catalog)
+		o.approve(ns, csvName(b.version))
+		csv = o.waitCSV(ns, csvName(b.version), "Succeeded")
+		o.waitGone("csv "+csvName(a.version), func(ctx context.Context) error {
+			_, err := suite.dyn.Resource(csvGVR).Namespace(ns).Get(ctx, csvName(a.version), metav1.GetOptions{})
+			return err
+		})
+		dep = o.operatorDeployment(ns, csv.Name, b.operator)
+		o.checkRBACv0(csv, ns, sa, targets)
+		// The pod of A would be replaced by one of B: the same here.
+		if err := m.stop(); err != nil {
+			t.Errorf("%v (log %s)", err, m.logPath)
+		}
+		m = o.startManager(apps[0], dep, sa, "manager-"+b.version+".log")
+		o.waitReconciled(m, 2)
+		o.checkHistories(releases, "the upgrade of the operator")
+		apps[0].waitNginx("web", "nginx/web still Ready", func(n *nginx) bool { return n.is("Ready", metav1.ConditionTrue) })
+		apps[0].kubectl("wait", "--for=condition=Ready", "echo/hello", "--timeout="+deadline.String())
+		if os.Getenv("OLM_DEMO") != "" {
+			o.demo(apps[0], m, ns)
+		}
 	}
 
 	// Removed the OLM v0 way: the Subscription and the CSV deleted. OLM
@@ -131,20 +173,50 @@ func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 		_, err := suite.kube.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{})
 		return err
 	})
-	o.eventually("no ClusterRoleBinding left bound to "+ns+"/"+sa, func(ctx context.Context) (bool, string) {
-		crbs, err := suite.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	o.eventually("no ClusterRoleBinding or RoleBinding left bound to "+ns+"/"+sa, func(ctx context.Context) (bool, string) {
+		left, err := bindingsOf(ctx, ns, sa, append([]string{ns}, targets...))
 		if err != nil {
 			return false, err.Error()
 		}
-		var left []string
-		for _, b := range crbs.Items {
-			if slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool { return s.Namespace == ns && s.Name == sa }) {
-				left = append(left, b.Name)
-			}
-		}
 		return len(left) == 0, strings.Join(left, ", ")
 	})
-	o.checkRemoved(apps, historyA)
+	o.checkRemoved(releases)
+}
+
+// bindingsOf names the ClusterRoleBindings, and the RoleBindings of
+// namespaces, that bind ServiceAccount ns/sa.
+func bindingsOf(ctx context.Context, ns, sa string, namespaces []string) ([]string, error) {
+	subject := func(s rbacv1.Subject) bool { return s.Kind == "ServiceAccount" && s.Namespace == ns && s.Name == sa }
+	var left []string
+	crbs, err := suite.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range crbs.Items {
+		if slices.ContainsFunc(b.Subjects, subject) {
+			left = append(left, "clusterrolebinding/"+b.Name)
+		}
+	}
+	for _, n := range namespaces {
+		rbs, err := suite.kube.RbacV1().RoleBindings(n).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range rbs.Items {
+			if slices.ContainsFunc(b.Subjects, subject) {
+				left = append(left, "rolebinding/"+n+"/"+b.Name)
+			}
+		}
+	}
+	return left, nil
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // runResources makes an Nginx and two Echoes Ready with the manager now
@@ -176,14 +248,14 @@ func (o *olmV0) runResources(apps *env) {
 	})
 }
 
-// checkHistories: each release's Helm history is still before (nothing
-// written), its last revision deployed.
-func (o *olmV0) checkHistories(apps *env, before map[string][]helmRevision, after string) {
+// checkHistories: each release's Helm history is still what was recorded
+// (nothing written), its last revision deployed.
+func (o *olmV0) checkHistories(releases []releaseAt, after string) {
 	o.t.Helper()
-	for name, was := range before {
-		now := apps.helmHistory(name)
-		if len(now) != len(was) || now[len(now)-1].Status != "deployed" {
-			o.t.Errorf("release %s: history %v after %s, was %v", name, now, after, was)
+	for _, r := range releases {
+		now := r.e.helmHistory(r.name)
+		if len(now) != len(r.history) || now[len(now)-1].Status != "deployed" {
+			o.t.Errorf("release %s/%s: history %v after %s, was %v", r.e.ns, r.name, now, after, r.history)
 		}
 	}
 }
@@ -191,7 +263,7 @@ func (o *olmV0) checkHistories(apps *env, before map[string][]helmRevision, afte
 // checkRemoved: with the operator removed, nothing of ours is being
 // deleted or lost: the CRDs are kept, the resources exist and are not
 // terminating, their releases untouched and their objects present.
-func (o *olmV0) checkRemoved(apps *env, before map[string][]helmRevision) {
+func (o *olmV0) checkRemoved(releases []releaseAt) {
 	o.t.Helper()
 	ctx := context.Background()
 	for _, name := range []string{"nginxes.web.helmapp.io", "echoes.web.helmapp.io"} {
@@ -203,21 +275,27 @@ func (o *olmV0) checkRemoved(apps *env, before map[string][]helmRevision) {
 			o.t.Errorf("CRD %s is being deleted after the operator's removal", name)
 		}
 	}
-	for _, r := range []struct{ kind, name string }{{"nginx", "web"}, {"echo", "hello"}} {
-		out, err := suite.cp.Kubectl(ctx, "get", r.kind+"/"+r.name, "-n", apps.ns, "-o", "jsonpath={.metadata.deletionTimestamp}")
+	for _, r := range releases {
+		out, err := suite.cp.Kubectl(ctx, "get", r.kind+"/"+r.name, "-n", r.e.ns, "-o", "jsonpath={.metadata.deletionTimestamp}")
 		if err != nil || out != "" {
-			o.t.Errorf("%s/%s after the operator's removal: %q %v, want it present and not being deleted", r.kind, r.name, out, err)
+			o.t.Errorf("%s/%s in %s after the operator's removal: %q %v, want it present and not being deleted", r.kind, r.name, r.e.ns, out, err)
+		}
+		// Each chart's Deployment is named after its release.
+		if _, err := r.e.deployment(ctx, r.name); err != nil {
+			o.t.Errorf("Deployment %s of release %s/%s after the operator's removal: %v", r.name, r.e.ns, r.name, err)
 		}
 	}
-	o.checkHistories(apps, before, "the operator's removal")
-	for _, d := range []string{"web", "hello"} {
-		if _, err := apps.deployment(ctx, d); err != nil {
-			o.t.Errorf("Deployment %s of release %s after the operator's removal: %v", d, d, err)
+	o.checkHistories(releases, "the operator's removal")
+	seen := map[string]bool{}
+	for _, r := range releases {
+		if seen[r.e.ns] {
+			continue
 		}
+		seen[r.e.ns] = true
+		out, _ := suite.cp.Kubectl(ctx, "get", "nginx,echo,deployment", "-n", r.e.ns,
+			"-o", "custom-columns=KIND:.kind,NAME:.metadata.name,DELETING:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers")
+		o.t.Logf("after the Subscription and CSV were deleted, in %s:\n%s", r.e.ns, out)
 	}
-	out, _ := suite.cp.Kubectl(ctx, "get", "nginx,echo,deployment", "-n", apps.ns,
-		"-o", "custom-columns=KIND:.kind,NAME:.metadata.name,DELETING:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers")
-	o.t.Logf("after the Subscription and CSV were deleted, in %s:\n%s", apps.ns, out)
 }
 
 // releaseNamespace deletes namespace ns once the test is over, first
