@@ -152,7 +152,7 @@ func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 		o.checkHistories(releases, "the upgrade of the operator")
 		apps[0].waitNginx("web", "nginx/web still Ready", func(n *nginx) bool { return n.is("Ready", metav1.ConditionTrue) })
 		apps[0].kubectl("wait", "--for=condition=Ready", "echo/hello", "--timeout="+deadline.String())
-		if os.Getenv("OLM_DEMO") != "" {
+		if os.Getenv("OLM_DEMO") != "" && mode == v1alpha1.InstallModeTypeAllNamespaces {
 			o.demo(apps[0], m, ns)
 		}
 	}
@@ -276,13 +276,21 @@ func (o *olmV0) checkRemoved(releases []releaseAt) {
 		}
 	}
 	for _, r := range releases {
-		out, err := suite.cp.Kubectl(ctx, "get", r.kind+"/"+r.name, "-n", r.e.ns, "-o", "jsonpath={.metadata.deletionTimestamp}")
-		if err != nil || out != "" {
+		out, err := suite.cp.Kubectl(ctx, "get", r.kind+"/"+r.name, "-n", r.e.ns, "-o", "jsonpath={.metadata.deletionTimestamp}/{.metadata.uid}")
+		deleting, uid, _ := strings.Cut(out, "/")
+		if err != nil || deleting != "" {
 			o.t.Errorf("%s/%s in %s after the operator's removal: %q %v, want it present and not being deleted", r.kind, r.name, r.e.ns, out, err)
+			continue
 		}
-		// Each chart's Deployment is named after its release.
-		if _, err := r.e.deployment(ctx, r.name); err != nil {
+		// Each chart's Deployment is named after its release, and still
+		// owned by its resource (nothing orphaned).
+		d, err := r.e.deployment(ctx, r.name)
+		if err != nil {
 			o.t.Errorf("Deployment %s of release %s/%s after the operator's removal: %v", r.name, r.e.ns, r.name, err)
+			continue
+		}
+		if !slices.ContainsFunc(d.OwnerReferences, func(ref metav1.OwnerReference) bool { return string(ref.UID) == uid }) {
+			o.t.Errorf("Deployment %s/%s after the operator's removal: owners %+v, want %s/%s (uid %s)", r.e.ns, r.name, d.OwnerReferences, r.kind, r.name, uid)
 		}
 	}
 	o.checkHistories(releases, "the operator's removal")
