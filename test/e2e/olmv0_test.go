@@ -108,6 +108,13 @@ func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 		t.Errorf("the Deployment's pod template has %s=%q, want %q", olmv0TargetsAnnotation, got, want)
 	}
 	o.checkRBACv0(csv, ns, sa, targets)
+	// Those ClusterRoles carry the CSV's owner labels (the removal below
+	// waits for none to be left).
+	if crs, err := suite.kube.RbacV1().ClusterRoles().List(context.Background(), metav1.ListOptions{LabelSelector: csvOwnedSelector(ns)}); err != nil {
+		t.Fatal(err)
+	} else if len(crs.Items) == 0 {
+		t.Errorf("no ClusterRole labelled %s, want those of the CSV's clusterPermissions", csvOwnedSelector(ns))
+	}
 
 	// The manager, as the ServiceAccount OLM created, with the Deployment's
 	// args and env (WATCH_NAMESPACE from olm.targetNamespaces).
@@ -173,10 +180,19 @@ func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 		_, err := suite.kube.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{})
 		return err
 	})
-	o.eventually("no ClusterRoleBinding or RoleBinding left bound to "+ns+"/"+sa, func(ctx context.Context) (bool, string) {
+	o.eventually("no ClusterRole of the CSV, no ClusterRoleBinding or RoleBinding of "+ns+"/"+sa+" left", func(ctx context.Context) (bool, string) {
 		left, err := bindingsOf(ctx, ns, sa, append([]string{ns}, targets...))
 		if err != nil {
 			return false, err.Error()
+		}
+		// The OperatorGroup's own aggregated ClusterRoles (olm.og.*) stay
+		// with it.
+		crs, err := suite.kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: csvOwnedSelector(ns)})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, r := range crs.Items {
+			left = append(left, "clusterrole/"+r.Name)
 		}
 		return len(left) == 0, strings.Join(left, ", ")
 	})
@@ -209,6 +225,11 @@ func bindingsOf(ctx context.Context, ns, sa string, namespaces []string) ([]stri
 		}
 	}
 	return left, nil
+}
+
+// csvOwnedSelector selects what OLM v0 made for a CSV of namespace ns.
+func csvOwnedSelector(ns string) string {
+	return "olm.owner.kind=ClusterServiceVersion,olm.owner.namespace=" + ns
 }
 
 // sameSet reports whether a and b hold the same strings.
