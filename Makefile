@@ -70,9 +70,10 @@ test: ## Run go vet, check generated files and tracked files, and run every test
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test ./... -count=1 -timeout 30m
 
 .PHONY: test-e2e
-test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok), with OLM v1 for the install through OLM.
+test-e2e: ## Run the end-to-end suite on the full local cluster (kube-controller-manager, kube-scheduler, kwok), with OLM v1 and OLM v0 for the installs through OLM.
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
 	hack/olm-bins.sh >/dev/null; \
+	hack/olmv0-bins.sh >/dev/null; \
 	KUBEBUILDER_ASSETS="$$assets" RANDOM_SEED="$(RANDOM_SEED)" RANDOM_STEPS="$(RANDOM_STEPS)" \
 		RANDOM_KEEP="$(RANDOM_KEEP)" RANDOM_SHRINK="$(RANDOM_SHRINK)" \
 		$(GO) test -tags e2e ./test/e2e/ $(if $(RANDOM_SEED),-run '^TestRandomHistories$$') -count=1 -v -timeout 30m
@@ -113,11 +114,16 @@ demo: ## Start a local control plane, run the operator on the sample CRs, show t
 	$(GO) build -o bin/demo ./hack/demo
 	bin/demo $(if $(KEEP),--keep)
 
+# OLM=v0: OLM v0 (olm and catalog: CatalogSource, OperatorGroup, Subscription,
+# InstallPlan, CSV; what OperatorHub runs) instead of OLM v1.
+OLM ?= v1
+
 .PHONY: olm-demo
-olm-demo: ## Install the operator through a real OLM v1 (catalogd, operator-controller) on the local cluster from our catalog image, upgrade it, leave it all running until Ctrl-C.
+olm-demo: ## Install the operator through a real OLM v1 (catalogd, operator-controller; OLM=v0: OLM v0's olm and catalog) on the local cluster from our catalog image, upgrade it, leave it all running until Ctrl-C.
+	@case "$(OLM)" in v0|v1) ;; *) echo "OLM=$(OLM): say v1 (the default) or v0"; exit 1;; esac
 	assets="$$(hack/controlplane-bins.sh --full | tail -n 1)"; \
-	hack/olm-bins.sh >/dev/null; \
-	OLM_DEMO=1 KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags e2e ./test/e2e/ -run '^TestInstalledByOLM$$' -count=1 -v -timeout 0
+	$(if $(filter v0,$(OLM)),hack/olmv0-bins.sh,hack/olm-bins.sh) >/dev/null; \
+	OLM_DEMO=1 KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags e2e ./test/e2e/ -run '^TestInstalledByOLM$(if $(filter v0,$(OLM)),v0)$$' -count=1 -v -timeout 0
 
 ##@ Build
 

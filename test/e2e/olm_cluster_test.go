@@ -85,6 +85,17 @@ type olmRun struct {
 	// helm-charts/), manager its operator binary; empty, the suite's
 	// checkout and operator.
 	root, manager string
+	// installNS is the namespace the operator is installed in; empty,
+	// olmInstallNamespace (OLM v0's tests install in several).
+	installNS string
+}
+
+// installNamespace is the namespace OLM installs the operator in.
+func (o *olmRun) installNamespace() string {
+	if o.installNS != "" {
+		return o.installNS
+	}
+	return olmInstallNamespace
 }
 
 // projectRoot is the root of the project shipped and run.
@@ -340,16 +351,28 @@ func saToken(t *testing.T, ns, name string) string {
 // ns/name with a token from the TokenRequest API.
 func saKubeconfig(t *testing.T, dir, ns, name string) string {
 	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: suite.cp.Config.Host, CertificateAuthorityData: suite.cp.Config.CAData}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: saToken(t, ns, name)}
-	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: ns}
-	cfg.CurrentContext = "sa"
-	p := filepath.Join(dir, "kubeconfig-"+ns+"-"+name)
-	if err := clientcmd.WriteToFile(*cfg, p); err != nil {
+	p, err := tokenKubeconfig(dir, ns, name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// tokenKubeconfig is saKubeconfig for a caller that is not the test's
+// goroutine.
+func tokenKubeconfig(dir, ns, name string) (string, error) {
+	tr, err := suite.kube.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("TokenRequest for serviceaccount %s/%s: %w", ns, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: suite.cp.Config.Host, CertificateAuthorityData: suite.cp.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: ns}
+	cfg.CurrentContext = "sa"
+	p := filepath.Join(dir, "kubeconfig-"+ns+"-"+name)
+	return p, clientcmd.WriteToFile(*cfg, p)
 }
 
 // selfSignedLoopback writes a self-signed certificate for 127.0.0.1 to

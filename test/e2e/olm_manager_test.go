@@ -19,6 +19,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmapp/helm-app-operator/internal/testing/controlplane"
 )
@@ -42,8 +43,9 @@ func (o *olmRun) startManager(apps *env, dep *appsv1.Deployment, sa, logName str
 		}
 		args = append(args, a)
 	}
-	args = append(args, "--leader-election-namespace="+olmInstallNamespace)
-	env := []string{"KUBECONFIG=" + saKubeconfig(o.t, o.dir, olmInstallNamespace, sa)}
+	ns := o.installNamespace()
+	args = append(args, "--leader-election-namespace="+ns)
+	env := []string{"KUBECONFIG=" + saKubeconfig(o.t, o.dir, ns, sa)}
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
@@ -64,7 +66,7 @@ func (o *olmRun) startManager(apps *env, dep *appsv1.Deployment, sa, logName str
 	}
 	m := &operator{Process: proc, logPath: logPath, args: args}
 	apps.op, apps.logPath = m, logPath
-	o.t.Logf("manager as %s/%s: %s (env %s), pid %d, log %s", olmInstallNamespace, sa, strings.Join(args, " "), strings.Join(env[1:], " "), proc.Pid(), logPath)
+	o.t.Logf("manager as %s/%s: %s (env %s), pid %d, log %s", ns, sa, strings.Join(args, " "), strings.Join(env[1:], " "), proc.Pid(), logPath)
 	o.t.Cleanup(func() {
 		if m.Exited() == nil {
 			_ = m.stop()
@@ -111,11 +113,19 @@ func (o *olmRun) waitReconciled(m *operator, n int) {
 			addr = v
 		}
 	}
-	reader := "metrics-reader"
-	o.kubectl("create", "serviceaccount", reader, "-n", olmInstallNamespace)
-	o.kubectl("create", "clusterrolebinding", "olm-e2e-metrics-reader", "--clusterrole=helm-app-operator-metrics-reader",
-		"--serviceaccount="+olmInstallNamespace+":"+reader)
-	token := saToken(o.t, olmInstallNamespace, reader)
+	reader, ns := "metrics-reader", o.installNamespace()
+	if _, err := suite.kube.CoreV1().ServiceAccounts(ns).Get(context.Background(), reader, metav1.GetOptions{}); err != nil {
+		o.kubectl("create", "serviceaccount", reader, "-n", ns)
+		binding := "olm-e2e-metrics-reader"
+		if ns != olmInstallNamespace {
+			binding += "-" + ns
+			o.t.Cleanup(func() {
+				_, _ = suite.cp.Kubectl(context.Background(), "delete", "clusterrolebinding", binding, "--ignore-not-found")
+			})
+		}
+		o.kubectl("create", "clusterrolebinding", binding, "--clusterrole=helm-app-operator-metrics-reader", "--serviceaccount="+ns+":"+reader)
+	}
+	token := saToken(o.t, ns, reader)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	// A settled resource's reconcile ends with RequeueAfter (its
 	// reconcilePeriod): controller-runtime counts it as requeue_after.
