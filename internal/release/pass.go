@@ -126,6 +126,9 @@ type Pass struct {
 	Test           *status.TestRun
 	TestFailure    string
 	TestSuperseded *Superseded
+	// Finalizer is the verdict of a pass that judged whether the resource
+	// still needs its finalizer, nil when it did not judge.
+	Finalizer *FinalizerVerdict
 	// Err is the failure that ended the pass, nil when it went through.
 	Err error
 }
@@ -204,6 +207,11 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 	if err := r.RecordsInScope(before); err != nil {
 		return err
 	}
+	// What Helm already holds may need the finalizer before the claim
+	// adopts it or anything else is written (a revision of the helm CLI).
+	if err := r.finalizeStored(before); err != nil {
+		return err
+	}
 	var err error
 	if p.Adopted, err = r.Claim(before); err != nil {
 		p.DeployedKnown, p.Deployed = true, nil
@@ -249,6 +257,7 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 	if p.RunErr != nil {
 		return p.RunErr
 	}
+	p.Finalizer = r.unfinalize(before, p.Result)
 	p.test(ctx, r, req)
 	return nil
 }
@@ -303,8 +312,10 @@ func observe(ctx context.Context, r *Runner, req PassRequest) (State, error) {
 		return r.Observe()
 	}
 	recs := make([]Record, 0, len(list.Items))
-	for _, it := range list.Items {
+	r.records = make([]metav1.Object, 0, len(list.Items))
+	for i, it := range list.Items {
 		recs = append(recs, Record{Key: it.Name, ResourceVersion: it.ResourceVersion, Labels: it.Labels})
+		r.records = append(r.records, &list.Items[i])
 	}
 	st, _, err := r.ObserveSettled(recs, req.Memo)
 	return st, err
