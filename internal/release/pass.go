@@ -196,6 +196,13 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
 	obj := req.Object
 	p.Before = before
+	// What Helm already holds may need the finalizer before the claim
+	// adopts it or anything else is written: a revision of the helm CLI, or
+	// one the checks below refuse, whose deletion is then held (DecideDeletion)
+	// rather than left to the garbage collector. Judging reads, acts on nothing.
+	if err := r.finalizeStored(before); err != nil {
+		return err
+	}
 	// The choke point of what Helm's storage holds: no record's manifest
 	// is read, applied or deleted before it is checked here, first against
 	// what the operator wrote (trust.go), then against the release's scope
@@ -205,11 +212,6 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		return err
 	}
 	if err := r.RecordsInScope(before); err != nil {
-		return err
-	}
-	// What Helm already holds may need the finalizer before the claim
-	// adopts it or anything else is written (a revision of the helm CLI).
-	if err := r.finalizeStored(before); err != nil {
 		return err
 	}
 	var err error
