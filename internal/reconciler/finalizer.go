@@ -109,6 +109,19 @@ func (r *Reconciler) noteFinalizer(obj *unstructured.Unstructured, p *release.Pa
 	}
 }
 
+// forgetGone forgets the resource req, which is gone: what the reconciler
+// kept of it by name, and, when it went without a finalizer (the garbage
+// collector's), by the UID it had.
+func (r *Reconciler) forgetGone(req ctrl.Request) {
+	r.versions.set(req.NamespacedName, "")
+	r.svc.Memo.Forget(req.Namespace, req.Name)
+	if uid := r.finalizers.forget(req.NamespacedName); uid != "" {
+		r.gate.forget(uid)
+		r.foreign.forget(uid)
+		r.svc.Warnings.Forget(uid)
+	}
+}
+
 // patchOwnFinalizers changes obj's finalizers during a pass: on a copy, so
 // that the pass goes on with the resource it read, taking back only the
 // finalizers and, when the spec is the one it read, the resourceVersion

@@ -106,15 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	obj.SetGroupVersionKind(r.kind.GVK)
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.versions.set(req.NamespacedName, "")
-			r.svc.Memo.Forget(req.Namespace, req.Name)
-			if uid := r.finalizers.forget(req.NamespacedName); uid != "" {
-				// Gone without a finalizer (the garbage collector's): what
-				// the reconciler kept of it goes too.
-				r.gate.forget(uid)
-				r.foreign.forget(uid)
-				r.svc.Warnings.Forget(uid)
-			}
+			r.forgetGone(req)
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
 			r.report(obj, status.Status{}, status.Outcome{}, true)
