@@ -515,6 +515,7 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 			UninstallFailedInstall: w.InstallRemediation == watches.InstallRemediationUninstall,
 		},
 		UninstallWait: w.UninstallWait,
+		Finalizer:     release.FinalizerPolicy(w.Finalizer),
 		CRDs:          release.CRDPolicy{Install: w.CRDInstall, Upgrade: w.CRDUpgrade},
 		Tests:         release.TestPolicy{Enable: w.Test.Enable, Timeout: testTimeout(w), IgnoreFailures: w.Test.IgnoreFailures},
 		MaxRetries:    w.Retries(),

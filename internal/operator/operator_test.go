@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
-	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	"github.com/helmapp/helm-app-operator/internal/testing/operatortest"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
@@ -52,8 +51,14 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if rev, _, _ := unstructured.NestedInt64(u.Object, "status", "deployedRelease", "revision"); rev != 1 {
 		t.Errorf("deployedRelease.revision = %d, want 1", rev)
 	}
-	if got := u.GetFinalizers(); len(got) != 1 || got[0] != reconciler.Finalizer {
-		t.Errorf("finalizers = %v, want [%s]", got, reconciler.Finalizer)
+	// Every object of the nginx chart is in the resource's namespace and it
+	// has no delete hook: the release needs no finalizer, the garbage
+	// collector deletes it with the resource (release.NeedsFinalizer).
+	if got := u.GetFinalizers(); len(got) != 0 {
+		t.Errorf("finalizers = %v, want none", got)
+	}
+	if msg := tu.Condition(u, status.TypeInitialized).Message; !strings.Contains(msg, "garbage-collected") {
+		t.Errorf("Initialized says %q, want that the release is garbage-collected with the resource", msg)
 	}
 
 	dep := &appsv1.Deployment{}
@@ -103,7 +108,31 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("helm history statuses = %v, want 1 superseded and 2 deployed", statuses)
 	}
 
-	// Uninstall on delete.
+	// Deleted, the resource goes at once. Its release is the garbage
+	// collector's, which envtest does not run (test/e2e
+	// TestDeletionWithoutFinalizerCollectsTheRelease runs it): what this
+	// test checks is that the collector would take it all, every object and
+	// every record carrying the resource's owner reference.
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 2 {
+		t.Errorf("%d release Secrets, want 2", len(secrets.Items))
+	}
+	for _, s := range secrets.Items {
+		if refs := s.OwnerReferences; len(refs) != 1 || refs[0].UID != u.GetUID() {
+			t.Errorf("release Secret %s owner references = %+v, want the CR", s.Name, refs)
+		}
+	}
+	for _, obj := range []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, obj); err != nil {
+			t.Fatalf("the chart's %T: %v", obj, err)
+		}
+		if refs := obj.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != u.GetUID() {
+			t.Errorf("%T owner references = %+v, want the CR", obj, refs)
+		}
+	}
 	if err := c.Delete(ctx, u); err != nil {
 		t.Fatal(err)
 	}
@@ -111,16 +140,6 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		_, err := tu.Get(t, c, tu.NginxGVK, ns, "web")
 		return apierrors.IsNotFound(err), "still there"
 	})
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, dep); !apierrors.IsNotFound(err) {
-		t.Errorf("the Deployment survived the uninstall: %v", err)
-	}
-	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "web"}); err != nil {
-		t.Fatal(err)
-	}
-	if len(secrets.Items) != 0 {
-		t.Errorf("%d release Secrets survived the uninstall", len(secrets.Items))
-	}
 }
 
 func TestTwoKindsFromOneWatchesFile(t *testing.T) {

@@ -68,13 +68,15 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	t.Parallel()
 	// The real retry delays; the retry of a failure is held back while it is
 	// described (holdOnStatus), so each example shows the first attempt's status.
-	e := newEnv(t, defaultRetries)
+	// The blocked uninstall needs the finalizer, which the nginx chart's
+	// releases do not (release.NeedsFinalizer): this watch asks for it on
+	// every resource. The deployed example is taken with the default, below.
+	e := newEnvWatching(t, testWatches(t, "finalizer: always"), defaultRetries)
 	got := map[string]string{}
 	ctx := context.Background()
 
 	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
-	got["deployed"] = e.describe("nginx", "web")
 
 	echo := e.create(tu.EchoGVK, "web", map[string]any{})
 	e.wait(tu.EchoGVK, "web", status.TypeStalled, metav1.ConditionTrue, status.ReasonReleaseNameConflict)
@@ -122,6 +124,10 @@ func TestDescribeMatchesTheDocs(t *testing.T) {
 	p := newEnv(t, defaultRetries)
 	p.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2), "page": map[string]any{"title": "Hello"}})
 	p.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	p.waitStatus(tu.NginxGVK, "web", "Initialized to say the release is garbage-collected", func(u *unstructured.Unstructured) bool {
+		return strings.Contains(conditionMessage(u, status.TypeInitialized), "garbage-collected")
+	})
+	got["deployed"] = p.describe("nginx", "web")
 	p.annotate(tu.NginxGVK, "web", map[string]any{"helmapp.io/paused": "true"})
 	p.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(3)})
 	p.waitStatus(tu.NginxGVK, "web", "Paused to observe generation 2", func(u *unstructured.Unstructured) bool {

@@ -54,6 +54,13 @@ func testWatches(t *testing.T, fields ...string) string {
 	return testWatchesHooked(t, "", fields...)
 }
 
+// finalizerAlways is the watch field that puts the finalizer on every
+// resource. The tests of a deletion's uninstall path use it for charts whose
+// releases need no finalizer (release.NeedsFinalizer): envtest runs no
+// garbage collector, and without the finalizer the deletion takes no path of
+// the operator's.
+const finalizerAlways = "finalizer: always"
+
 // testWatchesHooked is testWatches with the Hooked watch's timeout.
 func testWatchesHooked(t *testing.T, hookedTimeout string, fields ...string) string {
 	gadget, err := filepath.Abs(filepath.Join("testdata", "charts", "gadget"))
@@ -107,6 +114,8 @@ type env struct {
 	logs         *syncBuffer
 	// hookedTimeout is the Hooked watch's timeout; empty for defaultHookedTimeout.
 	hookedTimeout string
+	// finalizeAlways gives the watches of start and startAs finalizerAlways.
+	finalizeAlways bool
 	// stopOp stops the running operator; startOp starts a new one, with the
 	// same configuration.
 	stopOp  func()
@@ -152,7 +161,11 @@ func newNamespace(t *testing.T) *env {
 // stopped; it is stopped at the end of the test otherwise.
 func (e *env) start(mutate ...func(*operator.Config)) (stop func()) {
 	e.t.Helper()
-	e.launch(testWatchesHooked(e.t, e.hookedTimeout), mutate)
+	var fields []string
+	if e.finalizeAlways {
+		fields = append(fields, finalizerAlways)
+	}
+	e.launch(testWatchesHooked(e.t, e.hookedTimeout, fields...), mutate)
 	return e.stopOp
 }
 

@@ -54,6 +54,9 @@ type Kind struct {
 	// UninstallWait keeps a deleted resource's finalizer until the objects of
 	// its release are gone (watches.yaml uninstallWait).
 	UninstallWait bool
+	// Finalizer is when a resource gets Finalizer (watches.yaml finalizer):
+	// release.FinalizerAuto ("" too) or release.FinalizerAlways.
+	Finalizer release.FinalizerPolicy
 	// CRDs is what installs and upgrades do with the chart's crds/ (watches.yaml crds).
 	CRDs release.CRDPolicy
 	// Tests says whether the chart's test hooks run after each successful

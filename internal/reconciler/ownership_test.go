@@ -34,7 +34,11 @@ func TestReleaseNameConflict(t *testing.T) {
 	for _, intruder := range []schema.GroupVersionKind{gadgetGVK, widgetGVK} {
 		t.Run(intruder.Kind, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			// The deletions below take the uninstall path (UninstallSkipped,
+			// the owner's uninstall freeing the name), which the nginx and
+			// gadget charts' releases need no finalizer for: envtest has no
+			// garbage collector.
+			e := newEnvWatching(t, testWatches(t, finalizerAlways))
 			owner := e.create(tu.NginxGVK, "web", map[string]any{})
 			e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 			before := history(t, e.ns, "web")

@@ -18,7 +18,13 @@ import (
 // events of each step as it ends) and where the kind's rollout answers.
 func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) *release.Pass {
 	req := release.PassRequest{
-		NewRunner:      func() (*release.Runner, error) { return r.runner(ctx, obj, prev) },
+		NewRunner: func() (*release.Runner, error) {
+			runner, err := r.runner(ctx, obj, prev)
+			if runner != nil {
+				r.finalizeHooks(ctx, obj, runner)
+			}
+			return runner, err
+		},
 		Object:         obj,
 		OverrideValues: r.kind.OverrideValues,
 		Records:        r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
@@ -48,7 +54,9 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 	if r.rollout != nil {
 		req.Hooks.Admit = r.admitChartUpgrade(obj)
 	}
-	return release.Reconcile(ctx, req)
+	p := release.Reconcile(ctx, req)
+	r.noteFinalizer(obj, p, out)
+	return p
 }
 
 // record records in out what pass observed and did.

@@ -180,7 +180,7 @@ func grepLines(s, sub string) string {
 // Install, upgrade and uninstall each leave a Normal event.
 func TestSuccessEvents(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnvWatching(t, testWatches(t, finalizerAlways)) // UninstallSucceeded is the deletion path's
 	cr := e.create(tu.NginxGVK, "web", map[string]any{})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, "")
 	ev := e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventInstallSucceeded)

@@ -25,8 +25,9 @@ import (
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
 
-// Finalizer is put on every resource so that its release is uninstalled
-// before the resource goes away.
+// Finalizer is put on a resource whose release must be uninstalled before
+// the resource goes away, where the garbage collector cannot do the
+// uninstall's job (release.NeedsFinalizer; finalizer.go).
 const Finalizer = "helmapp.io/uninstall-release"
 
 // statusWriteTimeout bounds the final status write of a reconcile.
@@ -63,6 +64,8 @@ type Reconciler struct {
 	// causes remembers why the releases' objects are not ready, per object
 	// version, so that a reconcile that finds them unchanged asks nothing.
 	causes *readiness.Causes
+	// finalizers remembers why each resource keeps its finalizer.
+	finalizers finalizerMemo
 }
 
 // New returns the Reconciler of opts.Kind, or an error naming what is
@@ -103,8 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	obj.SetGroupVersionKind(r.kind.GVK)
 	if err := r.fetch(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.versions.set(req.NamespacedName, "")
-			r.svc.Memo.Forget(req.Namespace, req.Name)
+			r.forgetGone(req)
 			obj.SetNamespace(req.Namespace)
 			obj.SetName(req.Name)
 			r.report(obj, status.Status{}, status.Outcome{}, true)
@@ -146,7 +148,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// Judged anew whatever the gate holds: removing or correcting the
 		// annotation is acted on at once.
 		r.gate.holdWhileAnnotations(obj.GetUID(), inputs.annotations)
+		r.holdDeletion(ctx, obj)
 		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		if err := r.initialize(ctx, obj, ann, &out); err != nil {
+			return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
+		}
 	}
 	if held, after := r.heldBack(obj, prev, ann, inputs, &out); held {
 		return ctrl.Result{RequeueAfter: after}, nil
@@ -162,11 +170,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
 	}
 
-	if err := r.ensureFinalizer(ctx, obj); err != nil {
-		err = &release.Error{Reason: status.ReasonErrorAddingFinalizer,
-			Summary: fmt.Sprintf("Adding the finalizer %s failed", Finalizer), Err: err}
-		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
-	}
 	out.Initialized = true
 
 	pass := r.pass(ctx, obj, prev, &out, redactor)
@@ -181,6 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, obj *unstructured.Unstructured, prev status.Status, out status.Outcome, gone bool, res *ctrl.Result) {
 	if gone {
 		r.versions.set(req.NamespacedName, "")
+		r.finalizers.forget(req.NamespacedName)
 		r.svc.Memo.Forget(req.Namespace, req.Name)
 		r.gate.forget(obj.GetUID())
 		r.foreign.forget(obj.GetUID())

@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -86,6 +87,13 @@ func (e *env) startAs(restCfg *rest.Config, mutate ...func(*operator.Config)) {
 	e.t.Helper()
 	logger := zapLogger(e.logs)
 	ws := tu.DefaultWatches(e.t)
+	if e.finalizeAlways {
+		b, err := os.ReadFile(ws)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ws = tu.WatchesFile(e.t, strings.ReplaceAll(string(b), "\n  watchDependentResources: true", "\n  watchDependentResources: true\n  "+finalizerAlways))
+	}
 	e.startOp = func() func() {
 		return operatortest.Start(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
 	}
@@ -113,6 +121,9 @@ func (e *env) noChartObjects(name string) {
 
 func TestTenantServiceAccountRunsTheLifecycle(t *testing.T) {
 	e := newNamespace(t)
+	// The uninstall as the ServiceAccount is the deletion path (envtest
+	// has no garbage collector for a release that needs no finalizer).
+	e.finalizeAlways = true
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", tenantRules(), e.ns)
 	deployer := tu.Impersonating(cfg, e.ns, "deployer")
 	tu.WaitUntilAllowed(t, deployer, "create", "apps", "deployments", e.ns, true)
@@ -278,6 +289,7 @@ func TestUnknownServiceAccountIsNamed(t *testing.T) {
 
 func TestDeletionWithoutTheServiceAccount(t *testing.T) {
 	e := newNamespace(t)
+	e.finalizeAlways = true // the deletion path is the subject
 	tu.ServiceAccount(t, e.c, e.ns, "deployer", tenantRules(), e.ns)
 	tu.WaitUntilAllowed(t, tu.Impersonating(cfg, e.ns, "deployer"), "create", "apps", "deployments", e.ns, true)
 	e.start(func(c *operator.Config) { c.DefaultServiceAccount = "deployer" }) // switches ServiceAccounts on

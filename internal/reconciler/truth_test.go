@@ -191,7 +191,7 @@ func finalizerRace(race *atomic.Pointer[func()]) func(*operator.Config) {
 func TestForeignFinalizersSurvive(t *testing.T) {
 	t.Parallel()
 	var race atomic.Pointer[func()]
-	e := newEnv(t, finalizerRace(&race))
+	e := newEnvWatching(t, testWatches(t, finalizerAlways), finalizerRace(&race)) // the finalizer is added whatever the release
 	ctx := context.Background()
 	setFinalizers := func(fins ...string) func() {
 		return func() {
@@ -243,7 +243,7 @@ func sameSet(a, b []string) bool {
 // uninstalled, and that the finalizer is what is retried (items 7, 10).
 func TestUninstallOutcomeSurvivesAFailedFinalizerRemoval(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnvWatching(t, testWatches(t, finalizerAlways)) // the uninstall path is the subject
 	u := e.create(gadgetGVK, "g", map[string]any{})
 	e.wait(gadgetGVK, "g", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	const fin = "'helmapp.io/uninstall-release'"
@@ -285,7 +285,7 @@ func TestUninstallOutcomeSurvivesAFailedFinalizerRemoval(t *testing.T) {
 // Progressing, "Uninstalling release g" (item 8).
 func TestUninstallShowsProgress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnvWatching(t, testWatches(t, finalizerAlways)) // the uninstall path is the subject
 	e.create(gadgetGVK, "g", map[string]any{})
 	e.wait(gadgetGVK, "g", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	seen := e.recordStatuses(gadgetGVK, "g")

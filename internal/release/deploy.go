@@ -52,6 +52,10 @@ func (r *Runner) deploy(ctx context.Context, before State, vals map[string]any, 
 	if _, err := r.applyCRDs(ctx, d.crds, d.act); err != nil {
 		return err
 	}
+	// Judged with the chart's CRDs served: the scope of their objects is known.
+	if err := r.finalizePlanned(rendered); err != nil {
+		return err
+	}
 	if err := d.run(); err != nil {
 		var strays *StraysError
 		if errors.As(err, &strays) {

@@ -126,6 +126,9 @@ type Pass struct {
 	Test           *status.TestRun
 	TestFailure    string
 	TestSuperseded *Superseded
+	// Finalizer is the verdict of a pass that judged whether the resource
+	// still needs its finalizer, nil when it did not judge.
+	Finalizer *FinalizerVerdict
 	// Err is the failure that ended the pass, nil when it went through.
 	Err error
 }
@@ -193,6 +196,13 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State) error {
 	obj := req.Object
 	p.Before = before
+	// What Helm already holds may need the finalizer before the claim
+	// adopts it or anything else is written: a revision of the helm CLI, or
+	// one the checks below refuse, whose deletion is then held (DecideDeletion)
+	// rather than left to the garbage collector. Judging reads, acts on nothing.
+	if err := r.finalizeStored(before); err != nil {
+		return err
+	}
 	// The choke point of what Helm's storage holds: no record's manifest
 	// is read, applied or deleted before it is checked here, first against
 	// what the operator wrote (trust.go), then against the release's scope
@@ -249,6 +259,7 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 	if p.RunErr != nil {
 		return p.RunErr
 	}
+	p.Finalizer = r.unfinalize(before, p.Result)
 	p.test(ctx, r, req)
 	return nil
 }
@@ -303,8 +314,10 @@ func observe(ctx context.Context, r *Runner, req PassRequest) (State, error) {
 		return r.Observe()
 	}
 	recs := make([]Record, 0, len(list.Items))
-	for _, it := range list.Items {
+	r.records = make([]metav1.Object, 0, len(list.Items))
+	for i, it := range list.Items {
 		recs = append(recs, Record{Key: it.Name, ResourceVersion: it.ResourceVersion, Labels: it.Labels})
+		r.records = append(r.records, &list.Items[i])
 	}
 	st, _, err := r.ObserveSettled(recs, req.Memo)
 	return st, err

@@ -10,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
@@ -134,7 +135,20 @@ type Runner struct {
 	// Shard is the resource's values of the operator's shard label keys,
 	// carried by every revision and object of the release (shard.go).
 	Shard Shard
+	// Finalize puts the finalizer on the resource, for why, before the run
+	// writes what needs it (NeedsFinalizer); nil when the resource has it.
+	// Unfinalize takes it off once what Helm stored no longer needs it; nil
+	// when the resource has none, or needs it whatever its release holds.
+	// KeptAt is where an earlier pass found the finalizer needed (the
+	// latest record's name and resourceVersion, FinalizerVerdict.At): a pass
+	// that finds the release there does not read it again to judge.
+	Finalize   func(why string) error
+	Unfinalize func() error
+	KeptAt     string
 
+	// records are the metadata of the release's record Secrets the pass
+	// observed from the metadata cache; nil when it read the history.
+	records []metav1.Object
 	// crdsApplied names the CRDs this run created or updated.
 	crdsApplied []string
 	// noRecords: an Uninstall found no record of the release (FoundNoRecords).

@@ -138,7 +138,7 @@ func (r *Runner) ObserveSettled(records []Record, memo *Memo) (st State, fromMem
 	// namespace's list is for those it found (after a restart).
 	preload := r.Actions == nil || r.Actions.Wrote(r.Namespace, r.Name, r.Owner.UID) < version
 	if rel := memo.get(r.Namespace, r.Name, latest.Key, latest.ResourceVersion, preload); rel != nil && r.settled(rel, version) {
-		return State{Latest: rel, Deployed: rel}, true, nil
+		return State{Latest: rel, Deployed: rel, Trimmed: true}, true, nil
 	}
 	if cfg := r.Client.Config(); cfg != nil && cfg.Releases != nil {
 		rel, err := cfg.Releases.Get(r.Name, version)
@@ -146,7 +146,7 @@ func (r *Runner) ObserveSettled(records []Record, memo *Memo) (st State, fromMem
 			kept := trimmed(rel)
 			memo.put(id, latest.Key, latest.ResourceVersion, kept)
 			c := copyRelease(kept)
-			return State{Latest: c, Deployed: c}, false, nil
+			return State{Latest: c, Deployed: c, Trimmed: true}, false, nil
 		}
 	}
 	memo.Forget(r.Namespace, r.Name)

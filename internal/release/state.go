@@ -32,6 +32,9 @@ type State struct {
 	// Foreign is the verdict on a Latest someone else wrote, nil when it is
 	// not foreign or was not judged (see Runner.Foreign).
 	Foreign *Foreign
+	// Trimmed: Latest and Deployed are a settled revision as the memo keeps
+	// it, without its hooks nor its chart's templates (ObserveSettled).
+	Trimmed bool
 }
 
 // Observe reads the release's history from Helm's storage (one label-scoped

@@ -17,8 +17,13 @@ type Outcome struct {
 	// Now stamps failedRelease.time.
 	Now metav1.Time
 
-	// Initialized is true once the finalizer is on the resource.
-	Initialized bool
+	// Initialized is true once the resource is taken in hand (its
+	// finalizer on it, when it needs one). Collected says it has none: its
+	// objects and records are the garbage collector's to delete with it;
+	// otherwise FinalizerWhy, when known, says why it has one.
+	Initialized  bool
+	Collected    bool
+	FinalizerWhy string
 	// Deleting is true when the resource is being deleted.
 	Deleting bool
 
@@ -290,6 +295,12 @@ func (c conditionSetter) set(typ string, st metav1.ConditionStatus, reason, msg 
 
 func (c conditionSetter) initialized(o Outcome) {
 	switch {
+	case o.Initialized && o.Collected:
+		c.set(TypeInitialized, metav1.ConditionTrue, ReasonInitialized,
+			"The resource is managed by this operator; its objects and release records are garbage-collected with it when it is deleted")
+	case o.Initialized && o.FinalizerWhy != "":
+		c.set(TypeInitialized, metav1.ConditionTrue, ReasonInitialized,
+			"The resource is managed by this operator; its release is uninstalled when it is deleted ("+o.FinalizerWhy+")")
 	case o.Initialized:
 		c.set(TypeInitialized, metav1.ConditionTrue, ReasonInitialized,
 			"The resource is managed by this operator; its release is uninstalled when it is deleted")

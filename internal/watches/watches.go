@@ -45,6 +45,11 @@ type Watch struct {
 	// UninstallWait keeps a deleted resource's finalizer until the objects of
 	// its release are gone, not only until Helm issued their deletion.
 	UninstallWait bool
+	// Finalizer is when a resource gets the finalizer that uninstalls its
+	// release on deletion: FinalizerAuto (only where the garbage collector
+	// cannot do the uninstall's job, release.NeedsFinalizer) or
+	// FinalizerAlways (every resource, as earlier versions did).
+	Finalizer string
 	// MaxRetries, our extension, bounds the consecutive failed installs and
 	// upgrades of one generation before the resource is Stalled
 	// (RetriesExhausted); nil means DefaultMaxRetries, 0 no bound.
@@ -138,6 +143,8 @@ const (
 const (
 	UpgradeRemediationNone      = "none"
 	UpgradeRemediationRollback  = "rollback"
+	FinalizerAuto               = "auto"
+	FinalizerAlways             = "always"
 	InstallRemediationNone      = "none"
 	InstallRemediationUninstall = "uninstall"
 )
@@ -160,6 +167,7 @@ type entry struct {
 	UpgradeRemediation      *string               `json:"upgradeRemediation,omitempty"`
 	InstallRemediation      *string               `json:"installRemediation,omitempty"`
 	UninstallWait           *bool                 `json:"uninstallWait,omitempty"`
+	Finalizer               *string               `json:"finalizer,omitempty"`
 	MaxRetries              *int                  `json:"maxRetries,omitempty"`
 	Timeout                 *metav1.Duration      `json:"timeout,omitempty"`
 	ServiceAccount          *string               `json:"serviceAccount,omitempty"`
@@ -229,6 +237,7 @@ func parse(raw []byte) ([]Watch, error) {
 			UpgradeRemediation: orDefault(e.UpgradeRemediation, UpgradeRemediationNone),
 			InstallRemediation: orDefault(e.InstallRemediation, InstallRemediationNone),
 			UninstallWait:      e.UninstallWait != nil && *e.UninstallWait,
+			Finalizer:          orDefault(e.Finalizer, FinalizerAuto),
 			MaxRetries:         e.MaxRetries,
 			Timeout:            e.Timeout,
 			Storage:            orDefault(e.Storage, StorageSecrets),
@@ -283,6 +292,9 @@ func validate(e entry) error {
 		return fmt.Errorf("%s: field timeout must not be negative, got %s", name, e.Timeout.Duration)
 	case e.MaxRetries != nil && *e.MaxRetries < 0:
 		return fmt.Errorf("%s: field maxRetries must not be negative (0 means no bound), got %d", name, *e.MaxRetries)
+	}
+	if err := oneOf(name, "finalizer", e.Finalizer, FinalizerAuto, FinalizerAlways); err != nil {
+		return err
 	}
 	if err := oneOf(name, "upgradeRemediation", e.UpgradeRemediation, UpgradeRemediationNone, UpgradeRemediationRollback); err != nil {
 		return err
@@ -395,7 +407,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

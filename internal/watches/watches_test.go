@@ -105,6 +105,20 @@ func TestLoadRemediationAndUninstallWait(t *testing.T) {
 	}
 }
 
+// finalizer defaults to auto; always is taken as given.
+func TestLoadFinalizer(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART, finalizer: always}
+- {group: g, version: v1, kind: B, chart: CHART}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws[0].Finalizer != FinalizerAlways || ws[1].Finalizer != FinalizerAuto {
+		t.Errorf("finalizer %q, %q; want always and auto (the default)", ws[0].Finalizer, ws[1].Finalizer)
+	}
+}
+
 // storage defaults to Helm's Secrets; chunked is taken as given.
 func TestLoadStorage(t *testing.T) {
 	ws, err := Load(write(t, `
@@ -178,7 +192,8 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
 		{"negative maxRetries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxRetries: -1}", "entry 2: (g/v1 B): field maxRetries must not be negative (0 means no bound), got -1"},
 		{"maxRetries not a number", "- {group: g, version: v1, kind: A, chart: CHART, maxRetries: often}", "entry 1: field maxRetries: json: cannot unmarshal string"},
-		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)"},
+		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)"},
+		{"bad finalizer", "- {group: g, version: v1, kind: A, chart: CHART, finalizer: never}", `entry 1: (g/v1 A): field finalizer must be one of auto, always, got "never"`},
 		{"negative timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: -1m}", "entry 1: (g/v1 A): field timeout must not be negative, got -1m0s"},
 		{"bad timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: soon}", "entry 1: field timeout: time: invalid duration"},
 		{"bad selector", "- {group: g, version: v1, kind: A, chart: CHART, selector: {matchExpressions: [{key: a, operator: Sometimes}]}}", "field selector"},

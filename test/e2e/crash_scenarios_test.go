@@ -130,7 +130,7 @@ func chunkedScenario(t *testing.T) crashScenario {
 	}
 	return crashScenario{
 		watch: func(*testing.T) watchOptions {
-			return watchOptions{hooked: true, hookedChart: chart, hookedStorage: "chunked", timeout: "10m"}
+			return watchOptions{hooked: true, hookedChart: chart, hookedStorage: "chunked", timeout: "10m", hookedFinalizer: "always"} // see runCrashScenario
 		},
 		steps: []crashStep{
 			neighbourStep(),

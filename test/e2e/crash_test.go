@@ -266,7 +266,11 @@ func runCrashScenario(t *testing.T, prefix string, sc crashScenario, k int) (wri
 	if k > 0 {
 		env = append(env, operatorpkg.CrashAfterWriteEnv+"="+strconv.Itoa(k))
 	}
-	w := watchOptions{hooked: true, hookedChart: "hookjob"}
+	// finalizer: always: the hookjob chart's releases need no finalizer
+	// (issue 41), and their deletion would be the garbage collector's, with
+	// no write of the operator's to crash after; the uninstall path's writes
+	// stay crash points.
+	w := watchOptions{hooked: true, hookedChart: "hookjob", hookedFinalizer: "always"}
 	if sc.watch != nil {
 		w = sc.watch(t)
 	}

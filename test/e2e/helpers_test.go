@@ -83,6 +83,8 @@ type watchOptions struct {
 	// an absolute path, or a directory under test/e2e/testdata/charts; and
 	// hookedStorage its watch's storage field.
 	hookedChart, hookedStorage string
+	// hookedFinalizer, when set, is the Hooked watch's finalizer field.
+	hookedFinalizer string
 	// hookedScope, when set, is the Hooked watch's scope field.
 	hookedScope map[string]any
 	// hookedReconcilePeriod, when set, is the Hooked watch's reconcilePeriod.
@@ -229,6 +231,9 @@ func writeWatches(path string, w watchOptions) error {
 		}
 		if w.hookedStorage != "" {
 			entry["storage"] = w.hookedStorage
+		}
+		if w.hookedFinalizer != "" {
+			entry["finalizer"] = w.hookedFinalizer
 		}
 		if w.hookedScope != nil {
 			entry["scope"] = w.hookedScope

@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmapp/helm-app-operator/internal/dependents"
+	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -29,37 +33,88 @@ func (o *olmRun) waitGone(what string, get func(ctx context.Context) error) {
 	})
 }
 
-// reportRemoval logs what is left of the operator's CRDs and resources once
-// the ClusterExtension is gone (the behaviour docs/openshift.md describes)
-// and checks it: the CRDs are deleted, so their resources are being deleted
-// and wait on the operator's finalizer.
-func (o *olmRun) reportRemoval(apps *env) {
+// removalDeadline is how long the cluster may take, once the
+// ClusterExtension is gone, to have nothing left in deletion (issue 41).
+const removalDeadline = 60 * time.Second
+
+// assertRemoval checks what is left of the operator's CRDs and resources
+// once the ClusterExtension is gone (the behaviour docs/openshift.md
+// describes): OLM v1 deletes the CRDs, the API server their resources, and
+// the resources, which carry no finalizer (their releases are all the
+// garbage collector's: every object in their namespace, no delete hook),
+// go at once; the collector then deletes their objects and Helm's records.
+// Within removalDeadline nothing is in deletion, and nothing of a release
+// is left that its resource no longer owns. What is left is logged.
+func (o *olmRun) assertRemoval(apps *env) {
 	o.t.Helper()
-	o.eventually("the CRDs deleted or terminating", func(ctx context.Context) (bool, string) {
-		var seen []string
-		done := true
-		for _, name := range []string{"nginxes.web.helmapp.io", "echoes.web.helmapp.io"} {
-			c, err := suite.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				seen = append(seen, name+" gone")
-			case err != nil:
-				return false, err.Error()
-			case c.GetDeletionTimestamp() != nil:
-				seen = append(seen, name+" terminating")
-			default:
-				seen = append(seen, name+" kept")
-				done = false
-			}
+	deadline := time.Now().Add(removalDeadline)
+	var left []string
+	for {
+		left = o.leftAfterRemoval(apps)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
 		}
-		return done, strings.Join(seen, ", ")
-	})
+		time.Sleep(time.Second)
+	}
 	out, _ := suite.cp.Kubectl(context.Background(), "get", "crd", "nginxes.web.helmapp.io", "echoes.web.helmapp.io", "--ignore-not-found",
 		"-o", "custom-columns=NAME:.metadata.name,DELETING:.metadata.deletionTimestamp")
 	o.t.Logf("after the ClusterExtension's removal, CRDs:\n%s", out)
-	out, _ = suite.cp.Kubectl(context.Background(), "get", "nginx,echo,deployment", "-n", apps.ns, "--ignore-not-found",
-		"-o", "custom-columns=KIND:.kind,NAME:.metadata.name,DELETING:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers")
+	out, _ = suite.cp.Kubectl(context.Background(), "get", "deployment,service,configmap,secret", "-n", apps.ns, "--ignore-not-found",
+		"-o", "custom-columns=KIND:.kind,NAME:.metadata.name,DELETING:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers,OWNERS:.metadata.ownerReferences[*].name")
 	o.t.Logf("and in %s:\n%s", apps.ns, out)
+	if len(left) > 0 {
+		o.t.Errorf("%s after the ClusterExtension's removal: %s", removalDeadline, strings.Join(left, "; "))
+	}
+}
+
+// leftAfterRemoval names what the operator's removal must not leave: a CRD
+// of ours, a resource of theirs, an object the operator labelled as a
+// release's, or a record of Helm's, in apps' namespace.
+func (o *olmRun) leftAfterRemoval(apps *env) []string {
+	ctx := context.Background()
+	var left []string
+	for _, name := range []string{"nginxes.web.helmapp.io", "echoes.web.helmapp.io"} {
+		c, err := suite.dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			left = append(left, err.Error())
+		case c.GetDeletionTimestamp() != nil:
+			left = append(left, "CRD "+name+" in deletion (finalizers "+strings.Join(c.GetFinalizers(), ",")+")")
+		default:
+			left = append(left, "CRD "+name+" kept")
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{{Group: "web.helmapp.io", Version: "v1alpha1", Resource: "nginxes"},
+		{Group: "web.helmapp.io", Version: "v1alpha1", Resource: "echoes"}} {
+		list, err := suite.dyn.Resource(gvr).Namespace(apps.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue // the CRD is gone
+		}
+		for _, it := range list.Items {
+			left = append(left, gvr.Resource+"/"+it.GetName()+" (finalizers "+strings.Join(it.GetFinalizers(), ",")+")")
+		}
+	}
+	released := metav1.ListOptions{LabelSelector: dependents.Selector().String()}
+	for _, gvr := range []schema.GroupVersionResource{{Group: "apps", Version: "v1", Resource: "deployments"},
+		{Version: "v1", Resource: "services"}, {Version: "v1", Resource: "configmaps"}} {
+		list, err := suite.dyn.Resource(gvr).Namespace(apps.ns).List(ctx, released)
+		if err != nil {
+			left = append(left, err.Error())
+			continue
+		}
+		for _, it := range list.Items {
+			left = append(left, gvr.Resource+"/"+it.GetName()+" of a release")
+		}
+	}
+	records, err := suite.kube.CoreV1().Secrets(apps.ns).List(ctx, metav1.ListOptions{LabelSelector: release.RecordSelector.String()})
+	if err != nil {
+		return append(left, err.Error())
+	}
+	for _, s := range records.Items {
+		left = append(left, "record "+s.Name)
+	}
+	return left
 }
 
 // restoreSuite gives the later tests the cluster TestMain made: the custom

@@ -133,9 +133,11 @@ func TestInstalledByOLM(t *testing.T) {
 
 	// Removing the extension. OLM v1 uninstalls its Helm release: the
 	// Deployment, the RBAC and the CRDs go; the API server then deletes every
-	// custom resource of those CRDs. With the operator gone, nothing removes
-	// their finalizer, so they and the CRDs stay Terminating (and the
-	// operands keep running) until the user removes it.
+	// custom resource of those CRDs. Their releases need no finalizer (every
+	// object is in their namespace and carries their owner reference, no
+	// delete hook): they go at once, and the garbage collector deletes their
+	// objects and Helm's records after them (issue 41; before, they and the
+	// CRDs stayed Terminating on a finalizer no one removed).
 	o.kubectl("delete", "clusterextension/"+olmExtensionName, "--wait=false")
 	o.waitGone("the operator's Deployment", func(ctx context.Context) error {
 		_, err := suite.kube.AppsV1().Deployments(olmInstallNamespace).Get(ctx, dep.Name, metav1.GetOptions{})
@@ -152,7 +154,7 @@ func TestInstalledByOLM(t *testing.T) {
 		_, err := suite.kube.CoreV1().ServiceAccounts(olmInstallNamespace).Get(ctx, sa, metav1.GetOptions{})
 		return err
 	})
-	o.reportRemoval(apps)
+	o.assertRemoval(apps)
 }
 
 // demo (OLM_DEMO=1, make olm-demo) prints how to look at the cluster and
