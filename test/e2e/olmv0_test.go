@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -197,6 +198,7 @@ func (o *olmV0) installMode(mode v1alpha1.InstallModeType, a, b shipped) {
 		return len(left) == 0, strings.Join(left, ", ")
 	})
 	o.checkRemoved(releases)
+	o.checkDeletedWithoutOperator(releases)
 }
 
 // bindingsOf names the ClusterRoleBindings, and the RoleBindings of
@@ -364,4 +366,41 @@ Ctrl-C stops everything.
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
 	signal.Stop(sig)
+}
+
+// checkDeletedWithoutOperator: the operator removed, an administrator
+// deletes the resources it left. None carries the finalizer (their charts'
+// objects all carry the resource's owner reference, issue 41), so nothing
+// stays in deletion: within 60 s each resource, its release's Deployment
+// and its Helm records are gone, taken by the garbage collector.
+func (o *olmV0) checkDeletedWithoutOperator(releases []releaseAt) {
+	o.t.Helper()
+	for _, r := range releases {
+		r.e.kubectl("delete", r.kind+"/"+r.name, "--wait=false")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, r := range releases {
+		for {
+			var left []string
+			if out, err := r.e.tryKubectl("get", r.kind+"/"+r.name, "--ignore-not-found", "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+				left = append(left, fmt.Sprintf("%s/%s %v", r.kind, r.name, err))
+			}
+			if _, err := r.e.deployment(ctx, r.name); err == nil {
+				left = append(left, "deployment/"+r.name)
+			}
+			if recs, _, err := r.e.releaseRecords(r.name); err != nil || len(recs) > 0 {
+				left = append(left, fmt.Sprintf("%d Helm record(s) %v", len(recs), err))
+			}
+			if len(left) == 0 {
+				break
+			}
+			if ctx.Err() != nil {
+				o.t.Errorf("60 s after %s/%s in %s was deleted with no operator running: %s left", r.kind, r.name, r.e.ns, strings.Join(left, ", "))
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	o.t.Logf("the %d resource(s) the removed operator left, deleted: gone with their releases (garbage collector)", len(releases))
 }
