@@ -16,12 +16,12 @@ import (
 // release package runs it, in its order; this reconciler takes part only
 // where the user must see something while it runs (the progress status, the
 // events of each step as it ends) and where the kind's rollout answers.
-func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) *release.Pass {
+func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor, sources []release.ValuesSource) *release.Pass {
 	req := release.PassRequest{
 		NewRunner:      func() (*release.Runner, error) { return r.runner(ctx, obj, prev) },
 		Object:         obj,
-		OverrideValues: r.kind.OverrideValues,
-		Records:        r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
+		OverrideValues: r.kind.OverrideValues, ValuesSources: sources,
+		Records: r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
 		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest,
 		Hooks: release.PassHooks{
 			Announce: func(msg string, deployed *status.DeployedRelease, foreign *release.Foreign) func() {
@@ -92,12 +92,12 @@ func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured
 	err := p.Err
 	switch {
 	case err == nil:
-		err = r.judgeReadiness(ctx, obj, p.Result.State, out)
+		err = r.judgeReadiness(ctx, obj, p.Result.State, out, redactor)
 	case p.Ran && p.Result.Observed:
 		// The deployed revision's objects still run and matter: their
 		// readiness is judged on the failure paths too, so that the
 		// verdict is never an old one passed off as current.
-		if rerr := r.judgeReadiness(ctx, obj, p.Result.State, out); rerr != nil {
+		if rerr := r.judgeReadiness(ctx, obj, p.Result.State, out, redactor); rerr != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("Judging readiness after a failure failed", "error", rerr.Error())
 		}
 	}

@@ -31,6 +31,9 @@ type PassRequest struct {
 	Object *unstructured.Unstructured
 	// OverrideValues are the watch's override values (watches.yaml).
 	OverrideValues map[string]string
+	// ValuesSources are the references of valuesFrom as the caller read
+	// them (ReadValuesSources), merged under the spec (MergeValues).
+	ValuesSources []ValuesSource
 	// Records, with Memo, is the metadata cache of Helm's release records,
 	// indexed by RecordIndex (release name): a settled release is then
 	// observed without a request (Runner.ObserveSettled). Without them the
@@ -216,7 +219,7 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		return err
 	}
 	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed)
-	vals, err := Values(obj, req.OverrideValues)
+	vals, err := MergeValues(obj, req.ValuesSources, req.OverrideValues)
 	if err != nil {
 		return err
 	}

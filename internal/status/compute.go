@@ -22,6 +22,12 @@ type Outcome struct {
 	// Deleting is true when the resource is being deleted.
 	Deleting bool
 
+	// SourcesRead is true when the reconcile read the references of
+	// valuesFrom: ValuesSources then replaces status.valuesSources (nil
+	// removes it); otherwise the previous list stays.
+	SourcesRead   bool
+	ValuesSources []ValuesSource
+
 	// DeployedKnown is false when Helm's storage could not be read; the
 	// previous deployedRelease is then kept rather than erased.
 	DeployedKnown bool
@@ -155,6 +161,9 @@ func Compute(prev Status, o Outcome) Status {
 	}
 	if o.DeployedKnown {
 		s.DeployedRelease = o.Deployed
+	}
+	if o.SourcesRead {
+		s.ValuesSources = o.ValuesSources
 	}
 	if o.Action == ActionInstall || o.Action == ActionUpgrade {
 		s.LastAttemptedGeneration = o.Generation
@@ -450,7 +459,13 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 // Failure.Refused): a retry with the backoff, uncounted, and for a missing
 // permission one at once when the namespace's RBAC changes.
 func refusedMessage(o Outcome) string {
+	if o.Err.Reason == ReasonValuesSourceNotFound {
+		return fmt.Sprintf("The release waits for a source of its values, and nothing was written; trying again in %s, or at once when the Secret or ConfigMap changes; not counted against maxRetries", o.RetryAfter)
+	}
 	what := "The " + o.Err.Action
+	if o.Err.Action == "" {
+		what = "Reading the release's values"
+	}
 	if o.Err.Action == ActionReconcile {
 		what = "Re-applying the release's objects"
 	}

@@ -28,6 +28,7 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"resources":       resourcesSchema(),
 			"lastTestRun":     lastTestRunSchema(),
 			"drift":           driftSchema(),
+			"valuesSources":   valuesSourcesSchema(),
 			"lastHandledTest": stringProp(
 				"The last value of the annotation helmapp.io/test the operator acted on."),
 			"phase": stringProp(

@@ -22,6 +22,7 @@ func TestStatusSchema(t *testing.T) {
 		"lastTestRun":             "object/",
 		"lastHandledTest":         "string/",
 		"drift":                   "object/",
+		"valuesSources":           "array/",
 	}
 	for name, want := range wantFields {
 		p, ok := s.Properties[name]
