@@ -166,22 +166,24 @@ func readKey(ctx context.Context, reader client.Reader, namespace string, ref Va
 // yamlLine finds the line number a YAML parser's error names.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// MergeValues returns the values of obj's release: the sources in order
-// (a key's YAML deep-merged, or its content set at its targetPath), then the
-// spec deep-merged over them, then the watch's override values (expanded
-// from the environment) set on top: the order Flux's users know (valuesFrom,
-// then spec.values) with the operator's overrideValues last. A key that is
-// not YAML is a ValuesSourceInvalid failure naming the key and the line,
+// MergeValues returns the values of obj's release: its spec, then the
+// sources deep-merged over it in order (a key's YAML, or its content set at
+// its targetPath), then the watch's override values (expanded from the
+// environment) set on top. This is not Flux's order (valuesFrom, then
+// spec.values) on purpose: our spec is the chart's values with the chart's
+// defaults written into the CRD, so the API server fills every defaulted key
+// into spec, and under Flux's order a Secret could never set a key the chart
+// defaults (a `password: ""`), which is what valuesFrom is for. A key that
+// is not YAML is a ValuesSourceInvalid failure naming the key and the line,
 // never the content.
 func MergeValues(obj *unstructured.Unstructured, sources []ValuesSource, overrides map[string]string) (map[string]any, error) {
 	if len(sources) == 0 {
 		return Values(obj, overrides)
 	}
-	spec, err := Values(obj, nil)
+	vals, err := Values(obj, nil)
 	if err != nil {
 		return nil, err
 	}
-	vals := map[string]any{}
 	for _, src := range sources {
 		if !src.Found {
 			continue
@@ -207,7 +209,6 @@ func MergeValues(obj *unstructured.Unstructured, sources []ValuesSource, overrid
 		}
 		vals = deepMerge(vals, runtime.DeepCopyJSON(m))
 	}
-	vals = deepMerge(vals, spec)
 	// The overrides last, as Values sets them.
 	withOverrides := &unstructured.Unstructured{Object: map[string]any{"spec": vals}}
 	return Values(withOverrides, overrides)

@@ -23,10 +23,11 @@ func withValuesFrom(spec map[string]any, refs ...map[string]any) *unstructured.U
 	return u
 }
 
-// The precedence users of Flux expect: valuesFrom in order, then spec, then
-// the watch's overrideValues.
+// The precedence: spec (which holds the chart's defaults the CRD wrote),
+// then valuesFrom in order, then the watch's overrideValues.
 func TestMergeValuesPrecedence(t *testing.T) {
-	obj := withValuesFrom(map[string]any{"page": map[string]any{"title": "from spec"}, "replicaCount": int64(2)})
+	obj := withValuesFrom(map[string]any{"page": map[string]any{"title": "from spec", "body": "from spec"}, "replicaCount": int64(2),
+		"service": map[string]any{"port": int64(80), "type": "ClusterIP"}})
 	srcs := []ValuesSource{
 		{Ref: ValuesReference{Kind: "ConfigMap", Name: "base", ValuesKey: "values.yaml"}, Found: true,
 			Content: "page:\n  title: from base\n  body: from base\nservice:\n  port: 81\n"},
@@ -41,16 +42,16 @@ func TestMergeValuesPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"page":         map[string]any{"title": "from spec", "body": "from secret"},
+		"page":         map[string]any{"title": "from base", "body": "from secret"},
 		"replicaCount": int64(2),
-		"service":      map[string]any{"port": int64(83)},
+		"service":      map[string]any{"port": int64(83), "type": "ClusterIP"},
 		"auth":         map[string]any{"password": "s3cr,et\\x"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("merged values:\n got %#v\nwant %#v", got, want)
 	}
 	// The spec is not changed by the merge.
-	if _, ok := obj.Object["spec"].(map[string]any)["service"]; ok {
+	if port, _, _ := unstructured.NestedInt64(obj.Object, "spec", "service", "port"); port != 80 {
 		t.Error("MergeValues wrote into the resource's spec")
 	}
 }
