@@ -16,11 +16,11 @@ import (
 // release package runs it, in its order; this reconciler takes part only
 // where the user must see something while it runs (the progress status, the
 // events of each step as it ends) and where the kind's rollout answers.
-func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor, sources []release.ValuesSource) *release.Pass {
+func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor, values readValues) *release.Pass {
 	req := release.PassRequest{
 		NewRunner:      func() (*release.Runner, error) { return r.runner(ctx, obj, prev) },
 		Object:         obj,
-		OverrideValues: r.kind.OverrideValues, ValuesSources: sources,
+		OverrideValues: r.kind.OverrideValues, ValuesSources: values.sources, ValuesSourcesErr: values.err,
 		Records: r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
 		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest,
 		Hooks: release.PassHooks{

@@ -174,16 +174,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	out.Initialized = true
 
-	sources, redactor, wait, err := r.valuesSources(ctx, obj, prev, &out, redactor)
+	values, redactor := r.valuesSources(ctx, obj, prev, &out, redactor)
 	ctx = ctrl.LoggerInto(ctx, redactor.Logger(log))
-	if err != nil {
-		return r.failed(ctx, obj, prev, &out, err, redactor, inputs), nil
-	}
-	if wait > 0 {
+	if values.wait > 0 {
 		out.Held = true // a change settling (values.go): nothing runs yet
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return ctrl.Result{RequeueAfter: values.wait}, nil
 	}
-	pass := r.pass(ctx, obj, prev, &out, redactor, sources)
+	pass := r.pass(ctx, obj, prev, &out, redactor, values)
 	return r.outcome(ctx, obj, prev, &out, pass, redactor, inputs), nil
 }
 

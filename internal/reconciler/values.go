@@ -52,19 +52,28 @@ func ValuesFromIndexValue(obj client.Object) []string {
 	return keys
 }
 
+// readValues is what valuesSources read: the sources, or the failure to
+// read them, which the pass reports once it has observed the release; wait,
+// when not zero, says that a change not acted on yet is younger than
+// settleWindow: the reconcile then waits that long and runs nothing (see
+// settler).
+type readValues struct {
+	sources []release.ValuesSource
+	err     error
+	wait    time.Duration
+}
+
 // valuesSources reads the references of obj's valuesFrom (the watch's
 // first) as obj's identity, records them in out, and returns them with the
 // redactor that also hides what came from Secrets; nothing at all for a
-// resource without references, which costs no request. wait, when not
-// zero, says that a change not acted on yet is younger than settleWindow:
-// the reconcile then waits that long and runs nothing (see settler).
-func (r *Reconciler) valuesSources(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) (srcs []release.ValuesSource, _ status.Redactor, wait time.Duration, err error) {
+// resource without references, which costs no request.
+func (r *Reconciler) valuesSources(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) (readValues, status.Redactor) {
 	refs, err := release.ValuesReferences(obj, r.kind.ValuesFrom)
 	if err != nil || len(refs) == 0 {
 		if err == nil && len(prev.ValuesSources) > 0 {
 			out.SourcesRead = true // valuesFrom removed: so is the list
 		}
-		return nil, redactor, 0, err
+		return readValues{err: err}, redactor
 	}
 	if r.watchSources != nil {
 		r.watchSources()
@@ -72,7 +81,7 @@ func (r *Reconciler) valuesSources(ctx context.Context, obj *unstructured.Unstru
 	id, writer, idErr := r.identity(obj)
 	if idErr != nil {
 		// The pass reports the identity's failure before it needs values.
-		return nil, redactor, 0, nil
+		return readValues{}, redactor
 	}
 	var reader client.Reader = r.svc.Live
 	if writer != nil {
@@ -81,13 +90,13 @@ func (r *Reconciler) valuesSources(ctx context.Context, obj *unstructured.Unstru
 	if reader == nil {
 		reader = r.svc.Reader
 	}
-	srcs, err = release.ReadValuesSources(ctx, reader, id, obj.GetNamespace(), refs)
+	srcs, err := release.ReadValuesSources(ctx, reader, id, obj.GetNamespace(), refs)
 	out.SourcesRead, out.ValuesSources = true, statusSources(srcs)
 	if err != nil {
-		return nil, redactor, 0, err
+		return readValues{err: err}, redactor
 	}
 	redactor = r.redactorWith(obj, release.SecretValues(srcs))
-	return srcs, redactor, r.settle.wait(obj, prev, out.ValuesSources, r.svc.Now()), nil
+	return readValues{sources: srcs, wait: r.settle.wait(obj, prev, out.ValuesSources, r.svc.Now())}, redactor
 }
 
 // statusSources is what status.valuesSources says of srcs.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/helmapp/helm-app-operator/internal/operator"
+	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
 	"github.com/helmapp/helm-app-operator/internal/status"
 	tu "github.com/helmapp/helm-app-operator/internal/testing/testutil"
@@ -174,6 +176,7 @@ func TestValuesFromMissingThenCreatedAndInvalid(t *testing.T) {
 		map[string]any{"kind": "ConfigMap", "name": "not-there", "optional": true},
 		map[string]any{"kind": "Secret", "name": "later", "valuesKey": "page.yaml"})
 	u := e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionFalse, status.ReasonValuesSourceNotFound)
+	expect(t, u, "Deployed=False/NotDeployed", "Stalled=False/NotStalled")
 	msg := conditionMessage(u, status.TypeReady)
 	if !strings.Contains(msg, "Secret later (key page.yaml) of valuesFrom does not exist") {
 		t.Errorf("Ready's message %q does not name the Secret and its key", msg)
@@ -240,5 +243,47 @@ func TestValuesFromReadAsTheResourcesIdentity(t *testing.T) {
 	}
 	if vals, _ := deployedValues(t, e.ns, "web"); pageTitle(vals) != "as the tenant" {
 		t.Errorf("page.title %q, want the Secret's", pageTitle(vals))
+	}
+}
+
+// A value from a Secret that the API server quotes back (an admission
+// policy refusing the ConfigMap it was rendered into) is redacted from the
+// status, the events and the log, as a value of the spec is.
+func TestValuesFromSecretValueIsRedactedFromARefusal(t *testing.T) {
+	t.Parallel()
+	e := newNamespace(t)
+	debug := func(c *operator.Config) {
+		l := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.Level(-10)))
+		c.Logger = &l
+	}
+	e.launch(testWatches(t), []func(*operator.Config){slowRetries, debug})
+	e.policy("quote-page", []admissionv1.NamedRuleWithOperations{rule("", "configmaps", admissionv1.Create)},
+		admissionv1.Validation{Expression: "false", MessageExpression: "'refusing page: ' + object.data['index.html'].replace('\\n', ' ')"})
+	e.waitDenied("ConfigMap creates", func(ctx context.Context) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns}, Data: map[string]string{"index.html": "x"}}
+		return e.c.Create(ctx, cm, client.DryRunAll)
+	})
+
+	pw := "pw-" + strings.Repeat("Rk3mW9tXb5", 3)
+	e.putSecret("db", map[string]string{"values.yaml": "page:\n  title: " + pw + "\n"})
+	cr := e.createWithValuesFrom("web", map[string]any{"replicaCount": int64(1)}, map[string]any{"kind": "Secret", "name": "db"})
+	u := e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonInstallError)
+	msg := conditionMessage(u, status.TypeReleaseFailed)
+	if !strings.Contains(msg, "refusing page: ") || !strings.Contains(msg, status.RedactedMark) {
+		t.Errorf("ReleaseFailed should quote the refusal, redacted; got %q", msg)
+	}
+	e.waitEvent(cr, corev1.EventTypeWarning, reconciler.EventInstallFailed)
+	raw, _ := json.Marshal(e.get(tu.NginxGVK, "web").Object)
+	var notes []string
+	for _, ev := range e.events(cr) {
+		notes = append(notes, ev.Reason+": "+ev.Message)
+	}
+	for _, where := range []struct{ name, text string }{{"the resource", string(raw)}, {"the events", strings.Join(notes, "\n")}, {"the log", e.logs.String()}} {
+		if w := leakedPiece(where.text, pw); w != "" {
+			t.Errorf("%q of the password is in %s:\n%s", w, where.name, grepLines(where.text, w))
+		}
+		if !strings.Contains(where.text, "refusing page") {
+			t.Errorf("%s does not show the refusal; the check proves nothing", where.name)
+		}
 	}
 }

@@ -34,6 +34,9 @@ type PassRequest struct {
 	// ValuesSources are the references of valuesFrom as the caller read
 	// them (ReadValuesSources), merged under the spec (MergeValues).
 	ValuesSources []ValuesSource
+	// ValuesSourcesErr is the failure to read them: the pass ends with it
+	// where it needs the values, once it has observed the release.
+	ValuesSourcesErr error
 	// Records, with Memo, is the metadata cache of Helm's release records,
 	// indexed by RecordIndex (release name): a settled release is then
 	// observed without a request (Runner.ObserveSettled). Without them the
@@ -219,6 +222,9 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		return err
 	}
 	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed)
+	if req.ValuesSourcesErr != nil {
+		return req.ValuesSourcesErr
+	}
 	vals, err := MergeValues(obj, req.ValuesSources, req.OverrideValues)
 	if err != nil {
 		return err
