@@ -287,3 +287,53 @@ func TestValuesFromSecretValueIsRedactedFromARefusal(t *testing.T) {
 		}
 	}
 }
+
+// Deleting the object of an optional reference upgrades only if the merged
+// values change: a ConfigMap that repeats the spec goes without a revision,
+// one that set a value goes with one. The watch's own valuesFrom comes
+// first, and the resource's is merged over it.
+func TestValuesFromOptionalRemovalUpgradesOnlyOnChange(t *testing.T) {
+	t.Parallel()
+	e := newEnvWatching(t, testWatches(t, "valuesFrom: [{kind: ConfigMap, name: team, optional: true}]"))
+	ctx := context.Background()
+	put := func(name, title string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+			Data: map[string]string{"values.yaml": "page:\n  title: " + title + "\n"}}
+		if err := e.c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("team", "from the team")
+	put("same", "from the team") // repeats what the watch's ConfigMap sets
+	e.createWithValuesFrom("web", map[string]any{"replicaCount": int64(1)},
+		map[string]any{"kind": "ConfigMap", "name": "same", "optional": true})
+	u := e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, "")
+	if vals, rev := deployedValues(t, e.ns, "web"); pageTitle(vals) != "from the team" || rev != 1 {
+		t.Fatalf("revision %d page.title %q", rev, pageTitle(vals))
+	}
+	if _, found := sourceVersion(u, 1); !found {
+		t.Fatalf("the resource's ConfigMap is not reported found: %v", nested(u, "status", "valuesSources"))
+	}
+
+	// Removing "same" changes nothing merged: no revision.
+	if err := e.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "same"}}); err != nil {
+		t.Fatal(err)
+	}
+	tu.Eventually(t, 20*time.Second, "valuesSources to say the ConfigMap is gone", func() (bool, string) {
+		u = e.get(tu.NginxGVK, "web")
+		_, found := sourceVersion(u, 1)
+		return !found, fmt.Sprint(nested(u, "status", "valuesSources"))
+	})
+	if h := history(t, e.ns, "web"); len(h) != 1 {
+		t.Errorf("history has %d revisions after removing a ConfigMap that changed nothing, want 1", len(h))
+	}
+
+	// Removing "team" changes the title back to the chart's: one revision.
+	if err := e.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "team"}}); err != nil {
+		t.Fatal(err)
+	}
+	tu.Eventually(t, 20*time.Second, "revision 2 without the team's title", func() (bool, string) {
+		vals, rev := deployedValues(t, e.ns, "web")
+		return rev == 2 && pageTitle(vals) == "Welcome to nginx", fmt.Sprintf("revision %d %q", rev, pageTitle(vals))
+	})
+}
