@@ -177,6 +177,11 @@ func TestValuesFromMissingThenCreatedAndInvalid(t *testing.T) {
 		map[string]any{"kind": "Secret", "name": "later", "valuesKey": "page.yaml"})
 	u := e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionFalse, status.ReasonValuesSourceNotFound)
 	expect(t, u, "Deployed=False/NotDeployed", "Stalled=False/NotStalled")
+	if srcs, _, _ := unstructured.NestedSlice(u.Object, "status", "valuesSources"); len(srcs) != 2 {
+		t.Errorf("status.valuesSources %v, want both references, not found", srcs)
+	} else if rv, found := sourceVersion(u, 1); found || rv != "" {
+		t.Errorf("status.valuesSources[1] found=%v resourceVersion %q, want not found", found, rv)
+	}
 	msg := conditionMessage(u, status.TypeReady)
 	if !strings.Contains(msg, "Secret later (key page.yaml) of valuesFrom does not exist") {
 		t.Errorf("Ready's message %q does not name the Secret and its key", msg)
@@ -185,6 +190,7 @@ func TestValuesFromMissingThenCreatedAndInvalid(t *testing.T) {
 		t.Errorf("Helm stored %d revisions, want none", len(h))
 	}
 	gen := u.GetGeneration()
+	t.Logf("kubectl describe (docs/status.md, Values from Secrets and ConfigMaps):\n%s", e.describe("nginx", "web"))
 
 	// Created: installed at once (the retry backoff is an hour).
 	e.putSecret("later", map[string]string{"page.yaml": "page:\n  title: from later\n"})

@@ -94,40 +94,43 @@ type ValuesSource struct {
 
 // ReadValuesSources reads each reference's object of namespace with a
 // direct GET through reader (acting as the resource's identity; never a
-// cache, so that no Secret's data is kept). A missing object or key that
-// is not optional is a ValuesSourceNotFound failure naming kind, name and
-// key; a read the identity may not make is PermissionDenied naming
-// "get secrets/<name>"; both are Refused (nothing ran) and retried at once
-// when the object appears or a grant is made (package reconciler).
+// cache, so that no Secret's data is kept), and returns what it read of
+// each. A missing object or key that is not optional is a
+// ValuesSourceNotFound failure naming kind, name and key (the sources are
+// still all returned, for the status); a read the identity may not make is
+// PermissionDenied naming "get secrets/<name>"; both are Refused (nothing
+// ran) and retried at once when the object appears or a grant is made
+// (package reconciler).
 func ReadValuesSources(ctx context.Context, reader client.Reader, id Identity, namespace string, refs []ValuesReference) ([]ValuesSource, error) {
 	out := make([]ValuesSource, 0, len(refs))
+	var missing error
 	for _, ref := range refs {
 		src := ValuesSource{Ref: ref}
 		data, rv, err := readKey(ctx, reader, namespace, ref)
 		switch {
 		case apierrors.IsForbidden(err):
 			res := strings.ToLower(ref.Kind) + "s/" + ref.Name
-			return nil, &Error{Reason: status.ReasonPermissionDenied, Refused: true,
+			return out, &Error{Reason: status.ReasonPermissionDenied, Refused: true,
 				Summary: fmt.Sprintf("%s may not: get %s (in %s), which valuesFrom references; grant it, and the release is retried", id, res, namespace)}
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return nil, &Error{Reason: status.ReasonErrorGettingValues,
+			return out, &Error{Reason: status.ReasonErrorGettingValues,
 				Summary: fmt.Sprintf("Reading %s of valuesFrom failed", ref.Key()), Err: err}
 		}
 		src.ResourceVersion = rv
 		content, ok := data[ref.ValuesKey]
 		src.Found, src.Content = ok, content
-		if !ok && !ref.Optional {
+		if !ok && !ref.Optional && missing == nil {
 			what := "does not exist"
 			if rv != "" {
 				what = "has no key " + ref.ValuesKey
 			}
-			return nil, &Error{Reason: status.ReasonValuesSourceNotFound, Refused: true,
+			missing = &Error{Reason: status.ReasonValuesSourceNotFound, Refused: true,
 				Summary: fmt.Sprintf("%s of valuesFrom %s; create it, or mark the reference optional", refName(ref), what)}
 		}
 		out = append(out, src)
 	}
-	return out, nil
+	return out, missing
 }
 
 // refName names the reference's object and key in a message.
