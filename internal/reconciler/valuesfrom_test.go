@@ -240,6 +240,19 @@ func TestValuesFromReadAsTheResourcesIdentity(t *testing.T) {
 	}
 	e.noChartObjects("web")
 
+	// A ServiceAccount that does not exist is named as such, not as a
+	// missing permission.
+	ghost := tu.NewCR(tu.NginxGVK, e.ns, "ghost", map[string]any{"replicaCount": int64(1)})
+	ghost.SetAnnotations(map[string]string{release.AnnotationServiceAccount: "nobody"})
+	ghost.Object["valuesFrom"] = []any{map[string]any{"kind": "Secret", "name": "db"}}
+	if err := e.c.Create(context.Background(), ghost); err != nil {
+		t.Fatal(err)
+	}
+	g := e.wait(tu.NginxGVK, "ghost", status.TypeReady, metav1.ConditionFalse, status.ReasonServiceAccountNotFound)
+	if msg := conditionMessage(g, status.TypeReady); !strings.Contains(msg, "nobody") || !strings.Contains(msg, "does not exist") {
+		t.Errorf("Ready's message %q should say the ServiceAccount nobody does not exist", msg)
+	}
+
 	gen := u.GetGeneration()
 	rules := append(tenantRules(), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"db"}, Verbs: []string{"get"}})
 	tu.Grant(t, e.c, e.ns, "deployer", rules, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: e.ns, Name: "deployer"})
