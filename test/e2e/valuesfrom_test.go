@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 const (
 	valuesFromSecret1 = "vf-secret-one-8c2e1a"
 	valuesFromSecret2 = "vf-secret-two-5b7d3f"
+	valuesFromSecret3 = "vf-secret-three-9e4a6c"
 )
 
 // valuesFromManifest is the Secret db holding page.title, and an Nginx web
@@ -65,13 +67,40 @@ func TestValuesFromSecretEditUpgradesOnce(t *testing.T) {
 		e.fatalf("the Secret's edit took %s to be deployed, want under 10 s\n%s", took, n)
 	}
 	e.waitCondition("web", typeReady)
-
-	e.checkOracle(oracleOptions{secrets: []string{valuesFromSecret1, valuesFromSecret2}})
-	h := e.helmHistory("web")
-	if len(h) != 2 || h[1].Status != "deployed" {
+	if h := e.helmHistory("web"); len(h) != 2 || h[1].Status != "deployed" {
 		e.fatalf("helm history %+v, want exactly 2 revisions, the second deployed", h)
 	}
-	if out := e.kubectl("get", "nginx", "web", "-o", "yaml"); strings.Contains(out, valuesFromSecret2) || strings.Contains(out, valuesFromSecret1) {
+
+	// One `kubectl apply` of the resource (a new spec) and the Secret (a new
+	// password), in that order: one revision, with both.
+	e.apply("both", strings.Replace(valuesFromNginx, "replicaCount: 1", "replicaCount: 2", 1)+"---\n"+valuesFromSecret(valuesFromSecret3))
+	e.waitNginx("web", "revision 3 with the spec and the Secret", func(n *nginx) bool {
+		return n.Metadata.Generation == 2 && n.Status.ObservedGeneration == 2 &&
+			e.kubectl("get", "nginx", "web", "-o", "jsonpath={.status.deployedRelease.revision}") == "3"
+	})
+	e.waitCondition("web", typeReady)
+
+	e.checkOracle(oracleOptions{secrets: []string{valuesFromSecret1, valuesFromSecret2, valuesFromSecret3}})
+	h := e.helmHistory("web")
+	if len(h) != 3 || h[2].Status != "deployed" {
+		e.fatalf("helm history %+v, want exactly 3 revisions: one for the Secret's edit, one for the spec and the Secret applied together", h)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	out, err := suite.cp.Helm(ctx, "get", "values", "web", "-n", e.ns, "--revision", "3", "-o", "json")
+	if err != nil {
+		e.fatalf("helm get values: %v", err)
+	}
+	var vals struct {
+		ReplicaCount int `json:"replicaCount"`
+		Page         struct {
+			Title string `json:"title"`
+		} `json:"page"`
+	}
+	if err := json.Unmarshal([]byte(out), &vals); err != nil || vals.ReplicaCount != 2 || vals.Page.Title != valuesFromSecret3 {
+		e.fatalf("revision 3 holds replicaCount %d and another page.title (%v), want the applied spec's 2 and the applied Secret's", vals.ReplicaCount, err)
+	}
+	if out := e.kubectl("get", "nginx", "web", "-o", "yaml"); containsAny(out, valuesFromSecret1, valuesFromSecret2, valuesFromSecret3) {
 		e.fatalf("the resource's YAML holds the password:\n%s", out)
 	}
 }
