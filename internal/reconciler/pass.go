@@ -22,7 +22,7 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 		Object:         obj,
 		OverrideValues: r.kind.OverrideValues, ValuesSources: values.sources, ValuesSourcesErr: values.err,
 		Records: r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
-		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest,
+		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest, Previous: prev,
 		Hooks: release.PassHooks{
 			Announce: func(msg string, deployed *status.DeployedRelease, foreign *release.Foreign) func() {
 				return r.announcePlan(ctx, obj, prev, *out, msg, deployed, foreign)
@@ -61,6 +61,7 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 	}
 	if p.Ran {
 		out.Action, out.DeployedBy, out.ActionSucceeded = p.Result.Action, p.Result.DeployedBy, p.Result.Succeeded
+		out.History = p.History
 	}
 	if p.Ran && p.Result.DriftChecked {
 		out.DriftChecked, out.Drift = true, p.Result.Drift

@@ -143,6 +143,9 @@ type Runner struct {
 	// the metadata cache showed, without listing its history (see
 	// observeNone).
 	assumedNone bool
+	// description is the causes of the revision the run makes, in one
+	// line: Helm's description of an install's or upgrade's revision.
+	description string
 }
 
 // Result is what running a plan did.
@@ -410,6 +413,23 @@ func storedRevision(before, after State) int {
 		return after.Latest.Version
 	}
 	return 0
+}
+
+// describe sets an action's description (Helm's revision description) to
+// the causes of the revision, unless the resource's description annotation
+// set one: the user's word comes first.
+func (r *Runner) describe(d *string) {
+	if *d == "" {
+		*d = r.description
+	}
+}
+
+// chartVersion is the version of the watch's chart.
+func (r *Runner) chartVersion() string {
+	if r.Chart == nil || r.Chart.Metadata == nil {
+		return ""
+	}
+	return r.Chart.Metadata.Version
 }
 
 func (r *Runner) labels() map[string]string {

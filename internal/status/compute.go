@@ -89,6 +89,10 @@ type Outcome struct {
 	// this reconcile acts on; lastHandledTest records it.
 	TestRequest string
 
+	// History are the revisions this reconcile made, newest first, each
+	// with its causes; added to status.history.
+	History []HistoryEntry
+
 	// Rollout says why the resource waits for its upgrade to a new chart
 	// (watches.yaml rollout); nil when it does not wait.
 	Rollout *RolloutWait
@@ -165,6 +169,7 @@ func Compute(prev Status, o Outcome) Status {
 	if o.SourcesRead {
 		s.ValuesSources = o.ValuesSources
 	}
+	s.History = AddHistory(prev.History, o.History)
 	if o.Action == ActionInstall || o.Action == ActionUpgrade {
 		s.LastAttemptedGeneration = o.Generation
 	}

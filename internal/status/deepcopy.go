@@ -43,6 +43,7 @@ func (s *Status) DeepCopy() *Status {
 	if s.ValuesSources != nil {
 		out.ValuesSources = append([]ValuesSource(nil), s.ValuesSources...)
 	}
+	out.History = copyHistory(s.History)
 	return &out
 }
 

@@ -36,6 +36,10 @@ type Status struct {
 	// (and its watch's) reference, as the last reconcile that read them
 	// found them; absent without valuesFrom.
 	ValuesSources []ValuesSource `json:"valuesSources,omitempty"`
+	// History is the revisions the operator made, newest first, each with
+	// its causes (history.go); bounded by MaxHistoryEntries and
+	// MaxHistoryBytes.
+	History []HistoryEntry `json:"history,omitempty"`
 	// Phase is Ready's verdict in one string for the OpenShift console's
 	// Status column ("Ready", "Stalled: ReleaseNameConflict", "NotReady:
 	// UpgradeError", "Progressing: Retrying"); set only by Summarize.

@@ -29,6 +29,7 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"lastTestRun":     lastTestRunSchema(),
 			"drift":           driftSchema(),
 			"valuesSources":   valuesSourcesSchema(),
+			"history":         historySchema(),
 			"lastHandledTest": stringProp(
 				"The last value of the annotation helmapp.io/test the operator acted on."),
 			"phase": stringProp(

@@ -23,6 +23,7 @@ func TestStatusSchema(t *testing.T) {
 		"lastHandledTest":         "string/",
 		"drift":                   "object/",
 		"valuesSources":           "array/",
+		"history":                 "array/",
 	}
 	for name, want := range wantFields {
 		p, ok := s.Properties[name]
