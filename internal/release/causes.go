@@ -1,7 +1,9 @@
 package release
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"reflect"
 	"sort"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/status"
 )
@@ -71,7 +74,9 @@ func Causes(f CauseFacts) []status.Cause {
 	prevGen := f.Previous.LastAttemptedGeneration
 	sources := changedSources(f.Previous.ValuesSources, f.Sources)
 	var keys []string
-	if base != nil {
+	// A revision someone else wrote differs from the spec by what he
+	// wrote, which ForeignRevisionUndone names: not by a spec change.
+	if base != nil && (f.Foreign == nil || f.Foreign.Same) {
 		keys = changedKeys(base.Config, f.Vals)
 	}
 	switch {
@@ -195,6 +200,26 @@ func specManager(obj *unstructured.Unstructured) string {
 		}
 	}
 	return best.Manager
+}
+
+// nameInitiators fills the initiator of a SpecChanged cause the resource
+// as read could not name (the cache keeps no managedFields) from one
+// uncached read of the resource: made only when a revision is made, never
+// by a reconcile that changes nothing. A failed read leaves it unnamed.
+func (r *Runner) nameInitiators(ctx context.Context, obj *unstructured.Unstructured, causes []status.Cause) {
+	i := slices.IndexFunc(causes, func(c status.Cause) bool { return c.Type == status.CauseSpecChanged && c.Initiator == "" })
+	reader := r.Live
+	if reader == nil {
+		reader = r.KubeReader
+	}
+	if i < 0 || len(obj.GetManagedFields()) > 0 || reader == nil {
+		return
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err == nil && live.GetUID() == obj.GetUID() {
+		causes[i].Initiator = specManager(live)
+	}
 }
 
 func orNone(s string) string {

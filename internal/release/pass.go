@@ -265,6 +265,7 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		// Told to Helm as the revision's description (install.go,
 		// upgrade.go), so that helm history says it too.
 		p.Causes = Causes(facts)
+		r.nameInitiators(ctx, obj, p.Causes)
 		r.description = status.CauseLine(p.Causes)
 	}
 	started := r.now()
