@@ -3,8 +3,8 @@ package release
 import (
 	"context"
 	"fmt"
-	"slices"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
