@@ -61,7 +61,7 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 	}
 	if p.Ran {
 		out.Action, out.DeployedBy, out.ActionSucceeded = p.Result.Action, p.Result.DeployedBy, p.Result.Succeeded
-		out.History = p.History
+		out.History, out.Nondeterministic = p.History, p.Result.Nondeterministic
 	}
 	if p.Ran && p.Result.DriftChecked {
 		out.DriftChecked, out.Drift = true, p.Result.Drift

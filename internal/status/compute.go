@@ -92,6 +92,11 @@ type Outcome struct {
 	// History are the revisions this reconcile made, newest first, each
 	// with its causes; added to status.history.
 	History []HistoryEntry
+	// Nondeterministic names the chart's templates that rendered
+	// differently twice with the same input before this reconcile's
+	// install or upgrade; Deployed's message says so while that revision
+	// is deployed.
+	Nondeterministic []string
 
 	// Rollout says why the resource waits for its upgrade to a new chart
 	// (watches.yaml rollout); nil when it does not wait.
@@ -334,7 +339,8 @@ func (c conditionSetter) deployed(prev Status, o Outcome) {
 			}
 		}
 		c.set(TypeDeployed, metav1.ConditionTrue, reason, fmt.Sprintf(
-			"Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion))
+			"Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion)+
+			nondeterministicNote(prev, o, d.Revision))
 	case o.Uninstalled:
 		c.set(TypeDeployed, metav1.ConditionFalse, ReasonUninstallSuccessful, "The release was uninstalled")
 	case o.Deleting && o.DeployedKnown:

@@ -2,7 +2,10 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -154,4 +157,30 @@ func copyHistory(h []HistoryEntry) []HistoryEntry {
 		out[i] = e
 	}
 	return out
+}
+
+// nondeterministicMark begins the part of Deployed's message that says the
+// chart renders differently on each run.
+const nondeterministicMark = "; the chart renders differently on each run with the same values"
+
+// nondeterministicNote is what Deployed's message adds when the chart's
+// templates rendered differently twice with the same input: named by the
+// reconcile that deployed revision rev, kept by the reconciles that deploy
+// nothing while rev stays deployed.
+func nondeterministicNote(prev Status, o Outcome, rev int) string {
+	if o.DeployedBy == "" {
+		old := meta.FindStatusCondition(prev.Conditions, TypeDeployed)
+		if old == nil || prev.DeployedRelease == nil || prev.DeployedRelease.Revision != rev {
+			return ""
+		}
+		if i := strings.Index(old.Message, nondeterministicMark); i >= 0 {
+			return old.Message[i:]
+		}
+		return ""
+	}
+	if len(o.Nondeterministic) == 0 {
+		return ""
+	}
+	return Bound(fmt.Sprintf("%s (templates %s): it is upgraded only when they or the chart change, not for each render",
+		nondeterministicMark, strings.Join(o.Nondeterministic, ", ")), MaxMessageLength/2)
 }
