@@ -91,6 +91,9 @@ func TestHistoryNamesTheCauseOfEveryRevision(t *testing.T) {
 	if len(h) != 3 || h[0].Revision != 4 || h[1].Revision != 2 || h[2].Revision != 1 {
 		t.Errorf("status.history has revisions %v, want 4, 2, 1", revs)
 	}
+	// For docs/status.md ("Why each revision happened").
+	t.Logf("kubectl describe:\n%s", e.describe("nginx", "web"))
+	t.Logf("helm history:\n%s", e.helm("history", "web"))
 }
 
 // A failed upgrade rolled back by the watch's remediation: the failed

@@ -50,3 +50,33 @@ func TestCauseLine(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// Deployed's message names the templates that render differently, from the
+// reconcile that deployed the revision, and keeps them while it stays
+// deployed; a new revision of a chart that renders the same drops them.
+func TestNondeterministicNote(t *testing.T) {
+	d := &DeployedRelease{Name: "web", Revision: 1, Chart: "random", ChartVersion: "0.1.0"}
+	s := Compute(Status{}, Outcome{Generation: 1, DeployedKnown: true, Deployed: d, Action: ActionInstall, DeployedBy: ActionInstall,
+		ActionSucceeded: true, Nondeterministic: []string{"random/templates/secret.yaml"}})
+	msg := func(s Status) string {
+		for _, c := range s.Conditions {
+			if c.Type == TypeDeployed {
+				return c.Message
+			}
+		}
+		return ""
+	}
+	if m := msg(s); !strings.Contains(m, "renders differently on each run") || !strings.Contains(m, "random/templates/secret.yaml") {
+		t.Fatalf("Deployed's message %q", m)
+	}
+	kept := Compute(s, Outcome{Generation: 1, DeployedKnown: true, Deployed: d, Action: ActionReconcile})
+	if msg(kept) != msg(s) {
+		t.Errorf("a re-apply changed Deployed's message to %q", msg(kept))
+	}
+	d2 := *d
+	d2.Revision = 2
+	next := Compute(kept, Outcome{Generation: 2, DeployedKnown: true, Deployed: &d2, Action: ActionUpgrade, DeployedBy: ActionUpgrade, ActionSucceeded: true})
+	if m := msg(next); strings.Contains(m, "renders differently") {
+		t.Errorf("revision 2 rendered the same, yet Deployed says %q", m)
+	}
+}

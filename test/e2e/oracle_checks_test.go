@@ -100,6 +100,7 @@ func (e *env) resourceViolations(r *oracleResource, mapper meta.RESTMapper) []st
 		}
 	}
 	bad = append(bad, e.cliHistoryViolations(name, r.plain)...)
+	bad = append(bad, causeViolations(r.u, r.records)...)
 
 	// deployedRelease is Helm's deployed revision, digests computed here.
 	switch d := r.deployed; {
