@@ -121,3 +121,25 @@ func TestHistoryOfARemediatedFailureAndARetry(t *testing.T) {
 	e.wantRevisionCauses(u, 4, status.ActionUpgrade, "deployed", true,
 		`RetryRequested: helmapp.io/retry set to "after-the-fix"`, "SpecChanged: generation 2, values keys replicaCount")
 }
+
+// A Secret valuesFrom references, edited: the revision's cause is
+// ValuesSourceChanged naming the Secret and its resourceVersions; the
+// spec and the Secret changed together: one revision with both causes.
+func TestHistoryNamesAValuesSourceChange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, quiet)
+	rv1 := e.putSecret("db", map[string]string{"values.yaml": "page:\n  title: first\n"})
+	e.createWithValuesFrom("web", map[string]any{"replicaCount": int64(1)}, map[string]any{"kind": "Secret", "name": "db"})
+	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+
+	rv2 := e.putSecret("db", map[string]string{"values.yaml": "page:\n  title: second\n"})
+	u := e.waitSoon(tu.NginxGVK, "web", "the upgrade for the Secret", revisionIs(2, status.ReasonUpgradeSuccessful))
+	e.wantRevisionCauses(u, 2, status.ActionUpgrade, "deployed", true,
+		"ValuesSourceChanged: Secret/db key values.yaml: resourceVersion "+rv1+"→"+rv2)
+
+	e.patchSpec(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(2)})
+	rv3 := e.putSecret("db", map[string]string{"values.yaml": "page:\n  title: third\n"})
+	u = e.waitSoon(tu.NginxGVK, "web", "one upgrade for both", revisionIs(3, status.ReasonUpgradeSuccessful))
+	e.wantRevisionCauses(u, 3, status.ActionUpgrade, "deployed", true,
+		"SpecChanged: generation 1→2, values keys ", "ValuesSourceChanged: Secret/db key values.yaml: resourceVersion "+rv2+"→"+rv3)
+}
