@@ -93,10 +93,29 @@ func (r *Reconciler) valuesSources(ctx context.Context, obj *unstructured.Unstru
 	srcs, err := release.ReadValuesSources(ctx, reader, id, obj.GetNamespace(), refs)
 	out.SourcesRead, out.ValuesSources = true, statusSources(srcs)
 	if err != nil {
-		return readValues{err: err}, redactor
+		return readValues{err: r.missingIdentity(ctx, id, err)}, redactor
 	}
 	redactor = r.redactorWith(obj, release.SecretValues(srcs))
 	return readValues{sources: srcs, wait: r.settle.wait(obj, prev, out.ValuesSources, r.svc.Now())}, redactor
+}
+
+// missingIdentity is err, a refused read, or, when the ServiceAccount it
+// was made as does not exist (whose every request the API server refuses),
+// that failure: the missing permission is not the cause.
+func (r *Reconciler) missingIdentity(ctx context.Context, id release.Identity, err error) error {
+	if !id.Impersonated() || !release.IsReason(err, status.ReasonPermissionDenied) {
+		return err
+	}
+	var reader client.Reader = r.svc.Live
+	if reader == nil {
+		reader = r.svc.Reader
+	}
+	if st, lerr := release.LookUpServiceAccount(ctx, reader, id); lerr == nil && st.Missing {
+		e := release.ServiceAccountMissing(id, "")
+		e.Refused = true
+		return e
+	}
+	return err
 }
 
 // statusSources is what status.valuesSources says of srcs.

@@ -466,27 +466,6 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 	}
 }
 
-// refusedMessage says what follows an action refused before it ran (see
-// Failure.Refused): a retry with the backoff, uncounted, and for a missing
-// permission one at once when the namespace's RBAC changes.
-func refusedMessage(o Outcome) string {
-	if o.Err.Reason == ReasonValuesSourceNotFound {
-		return fmt.Sprintf("The release waits for a source of its values, and nothing was written; trying again in %s, or at once when the Secret or ConfigMap changes; not counted against maxRetries", o.RetryAfter)
-	}
-	what := "The " + o.Err.Action
-	if o.Err.Action == "" {
-		what = "Reading the release's values"
-	}
-	if o.Err.Action == ActionReconcile {
-		what = "Re-applying the release's objects"
-	}
-	msg := fmt.Sprintf("%s was refused before it ran, and nothing was written; trying again in %s", what, o.RetryAfter)
-	if o.Err.Reason == ReasonPermissionDenied {
-		msg += ", or at once when a Role or RoleBinding of the resource's namespace changes"
-	}
-	return msg + "; not counted against maxRetries"
-}
-
 func isReleaseAction(a string) bool {
 	return a == ActionInstall || a == ActionUpgrade || a == ActionUninstall
 }
