@@ -143,3 +143,16 @@ func TestHistoryNamesAValuesSourceChange(t *testing.T) {
 	e.wantRevisionCauses(u, 3, status.ActionUpgrade, "deployed", true,
 		"SpecChanged: generation 1→2, values keys ", "ValuesSourceChanged: Secret/db key values.yaml: resourceVersion "+rv2+"→"+rv3)
 }
+
+// A failed install uninstalled by the watch's remediation: the failed
+// install and the uninstall are both in status.history, the uninstall's
+// cause Remediation.
+func TestHistoryOfAnUninstalledFailedInstall(t *testing.T) {
+	t.Parallel()
+	e := newEnvWatching(t, testWatches(t, "installRemediation: uninstall"), slowRetries)
+	e.denyBigDeployments()
+	e.create(tu.NginxGVK, "web", map[string]any{"replicaCount": int64(9)})
+	u := e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonInstallError)
+	e.wantRevisionCauses(u, 1, status.ActionUninstall, "uninstalled", false, "Remediation: install of revision 1 failed: uninstalled")
+	e.wantRevisionCauses(u, 1, status.ActionInstall, "failed", false, "SpecChanged: resource created at generation 1")
+}

@@ -89,13 +89,10 @@ type Outcome struct {
 	// this reconcile acts on; lastHandledTest records it.
 	TestRequest string
 
-	// History are the revisions this reconcile made, newest first, each
-	// with its causes; added to status.history.
-	History []HistoryEntry
-	// Nondeterministic names the chart's templates that rendered
-	// differently twice with the same input before this reconcile's
-	// install or upgrade; Deployed's message says so while that revision
-	// is deployed.
+	// History are the revisions made, newest first, for status.history;
+	// Nondeterministic the templates that rendered differently twice
+	// before the install or upgrade (Deployed's message; history.go).
+	History          []HistoryEntry
 	Nondeterministic []string
 
 	// Rollout says why the resource waits for its upgrade to a new chart
@@ -338,9 +335,8 @@ func (c conditionSetter) deployed(prev Status, o Outcome) {
 				reason = ReasonInstallSuccessful
 			}
 		}
-		c.set(TypeDeployed, metav1.ConditionTrue, reason, fmt.Sprintf(
-			"Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion)+
-			nondeterministicNote(prev, o, d.Revision))
+		msg := fmt.Sprintf("Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion)
+		c.set(TypeDeployed, metav1.ConditionTrue, reason, msg+nondeterministicNote(prev, o, d.Revision))
 	case o.Uninstalled:
 		c.set(TypeDeployed, metav1.ConditionFalse, ReasonUninstallSuccessful, "The release was uninstalled")
 	case o.Deleting && o.DeployedKnown:
