@@ -97,7 +97,9 @@ func Causes(f CauseFacts) []status.Cause {
 	for _, s := range sources {
 		add(status.CauseValuesSourceChanged, s, "")
 	}
-	if base != nil && base.Labels[LabelChartDigest] != f.Want.ChartDigest {
+	// A revision without the label is not the operator's (adopted, or
+	// written by someone else): what its chart was is not known here.
+	if base != nil && base.Labels[LabelChartDigest] != "" && base.Labels[LabelChartDigest] != f.Want.ChartDigest {
 		d := fmt.Sprintf("chart %s→%s", orNone(f.ChartFrom), f.ChartTo)
 		if f.ChartFrom == f.ChartTo {
 			d = fmt.Sprintf("chart %s rebuilt (its digest changed)", f.ChartTo)
