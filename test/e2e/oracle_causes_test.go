@@ -29,7 +29,8 @@ var rollbackDescription = regexp.MustCompile(`^Rollback to \d+$`)
 // (issue 42): Helm's description of a revision the operator made names its
 // causes in one line from the fixed list (status.CauseTypes), or is Helm's
 // own for what Helm allows no description of (a rollback, a failed
-// attempt's failure, an uninstall); the suite's revisions by hand say so.
+// attempt's failure, an uninstall), or the unlock's of an attempt that
+// never finished; the suite's revisions by hand say so.
 // A revision described as Helm describes an action given no description
 // ("Install complete", "Upgrade complete") was made without a cause. And
 // every entry of status.history has at least one cause of the list.
@@ -42,6 +43,11 @@ func causeViolations(u *unstructured.Unstructured, records []*helmrelease.Releas
 		d := rec.Info.Description
 		switch {
 		case d == byHand, rollbackDescription.MatchString(d):
+		case strings.HasPrefix(d, "Unlocked by helm-app-operator: "):
+			// An attempt that never finished (its process died): Helm
+			// had stored only its placeholder ("Preparing upgrade"), the
+			// cause comes with a finished revision; the unlock says why
+			// it is failed (unlock.go).
 		case rec.Info.Status == helmrelease.StatusFailed, rec.Info.Status == helmrelease.StatusUninstalled:
 			// Helm wrote its failure or the uninstall over the description.
 		case !isCauseLine(d):
