@@ -374,6 +374,10 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	if err != nil {
 		return nil, err
 	}
+	sources, err := sourcesCache(mgr, namespaces)
+	if err != nil {
+		return nil, err
+	}
 	// A pending lock written before this process became the one reconciling
 	// is stale: the tenure begins at start and again when it wins leader
 	// election (at once without leader election).
@@ -444,6 +448,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
 		Records: recordsView, Memo: memo, RetryBase: c.RetryBase, RetryMax: c.RetryMax,
 		Reporter: rec, Access: access, Writers: ids.writer, Subresources: subresources,
+		Sources: sources,
 	})
 	if err != nil {
 		return nil, err
@@ -524,6 +529,7 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		Identity:      policyOf(w, c),
 		Scope:         scopeOf(w),
 		Drift:         driftOf(w),
+		ValuesFrom:    valuesFromOf(w),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
@@ -80,6 +81,9 @@ type Kind struct {
 	// Drift is what a re-apply does with drift (watches.yaml drift;
 	// release.DriftPolicy).
 	Drift release.DriftPolicy
+	// ValuesFrom are the watch's references (watches.yaml valuesFrom),
+	// merged before each resource's own valuesFrom.
+	ValuesFrom []release.ValuesReference
 }
 
 // Services are what every reconciler of the process shares, built once
@@ -154,6 +158,11 @@ type Services struct {
 	// Writers gives the client that writes as one (identity.go).
 	Access  release.Reviewer
 	Writers func(release.Identity) (client.Client, error)
+	// Sources is the cache through which the Secrets and ConfigMaps of the
+	// watched namespaces are watched by their metadata, started only once a
+	// resource has valuesFrom (values.go); nil: their changes are seen at
+	// the next reconcile only.
+	Sources cache.Cache
 
 	// release is the part of these services a release's run uses, built
 	// from them by NewServices.

@@ -31,6 +31,12 @@ type PassRequest struct {
 	Object *unstructured.Unstructured
 	// OverrideValues are the watch's override values (watches.yaml).
 	OverrideValues map[string]string
+	// ValuesSources are the references of valuesFrom as the caller read
+	// them (ReadValuesSources), merged under the spec (MergeValues).
+	ValuesSources []ValuesSource
+	// ValuesSourcesErr is the failure to read them: the pass ends with it
+	// where it needs the values, once it has observed the release.
+	ValuesSourcesErr error
 	// Records, with Memo, is the metadata cache of Helm's release records,
 	// indexed by RecordIndex (release name): a settled release is then
 	// observed without a request (Runner.ObserveSettled). Without them the
@@ -38,6 +44,10 @@ type PassRequest struct {
 	Records     client.Reader
 	RecordIndex string
 	Memo        *Memo
+	// Previous is the resource's status before the pass: the causes of a
+	// revision are told against what it recorded (generation, valuesFrom's
+	// resourceVersions, the causes of a failed revision tried again).
+	Previous status.Status
 	// Tests is the watch's test policy; HandledTest is the last value of
 	// the test annotation already acted on (status.LastHandledTest).
 	Tests       TestPolicy
@@ -129,6 +139,11 @@ type Pass struct {
 	// Finalizer is the verdict of a pass that judged whether the resource
 	// still needs its finalizer, nil when it did not judge.
 	Finalizer *FinalizerVerdict
+	// Causes are why the plan makes a revision (an install or an
+	// upgrade), nil for a plan that makes none; History the entries of
+	// status.history for the revisions the run made, newest first.
+	Causes  []status.Cause
+	History []status.HistoryEntry
 	// Err is the failure that ended the pass, nil when it went through.
 	Err error
 }
@@ -226,7 +241,10 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		return err
 	}
 	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed)
-	vals, err := Values(obj, req.OverrideValues)
+	if req.ValuesSourcesErr != nil {
+		return req.ValuesSourcesErr
+	}
+	vals, err := MergeValues(obj, req.ValuesSources, req.OverrideValues)
 	if err != nil {
 		return err
 	}
@@ -236,25 +254,36 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		p.step(req, StepForeign)
 	}
 	plan, done := Decide(before, want), func() {}
+	facts := CauseFacts{Before: before, Want: want, Vals: vals, Object: obj, Previous: req.Previous,
+		Sources: req.ValuesSources, Foreign: p.Foreign, Adopted: p.Adopted, ChartTo: r.chartVersion()}
+	if d := before.Deployed; d != nil && d.Chart != nil && d.Chart.Metadata != nil {
+		facts.ChartFrom = d.Chart.Metadata.Version
+	}
 	if req.Hooks.Admit != nil && plan == PlanUpgrade && ChartChangeOnly(before, want) {
-		from := ""
-		if d := before.Deployed; d.Chart != nil && d.Chart.Metadata != nil {
-			from = d.Chart.Metadata.Version
-		}
-		wait, admitted, err := req.Hooks.Admit(from)
+		wait, admitted, err := req.Hooks.Admit(facts.ChartFrom)
 		switch {
 		case err != nil:
 			return err
 		case wait != nil:
 			plan, p.Rollout = PlanReapply, wait
 		case admitted != nil:
-			done = admitted
+			done, facts.Admitted = admitted, true
 		}
 	}
+	switch plan {
+	case PlanInstall, PlanRetryInstall, PlanUpgrade, PlanUnlock:
+		// Told to Helm as the revision's description (install.go,
+		// upgrade.go), so that helm history says it too.
+		p.Causes = Causes(facts)
+		r.nameInitiators(ctx, obj, p.Causes)
+		r.description = status.CauseLine(p.Causes)
+	}
+	started := r.now()
 	p.runPlan(ctx, r, req, plan, done, before, vals)
 	if errors.Is(p.RunErr, errAssumedWrong) || isStale(p.RunErr) {
 		return p.RunErr // nothing was applied: run observes again
 	}
+	p.History = madeRevisions(before, p.Result, p.RunErr, p.Causes, facts.ChartTo, want.ValuesDigest, metaTime(started), metaTime(r.now()))
 	p.step(req, StepRan)
 	if p.RunErr != nil {
 		return p.RunErr

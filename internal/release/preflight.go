@@ -244,6 +244,9 @@ type rendering struct {
 	// scoped are the objects of the manifest and of every hook, each with
 	// its template, for the scope check.
 	scoped []ScopedObject
+	// files are the rendered templates by name (NOTES.txt aside), for
+	// telling a chart that renders differently on each run (render.go).
+	files map[string]string
 }
 
 // render renders the chart with vals as Helm's action will, without
@@ -286,7 +289,7 @@ func (r *Runner) render(vals map[string]any, upgrade bool) (*rendering, error) {
 	if r.Kube != nil {
 		mapper = r.Kube.RESTMapper()
 	}
-	out := &rendering{hooks: hooks}
+	out := &rendering{hooks: hooks, files: files}
 	// Each template's documents apart, so that each object keeps its
 	// template; a document injected by a value is its template's too.
 	for _, m := range manifests {

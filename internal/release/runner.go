@@ -157,6 +157,12 @@ type Runner struct {
 	// the metadata cache showed, without listing its history (see
 	// observeNone).
 	assumedNone bool
+	// description is the causes of the revision the run makes, in one
+	// line: Helm's description of an install's or upgrade's revision.
+	description string
+	// nondeterministic names the templates a run's chart rendered
+	// differently twice with the same input (rendersDifferently).
+	nondeterministic []string
 }
 
 // Result is what running a plan did.
@@ -187,6 +193,11 @@ type Result struct {
 	// CRDsApplied names the chart's CRDs the run created or updated (the
 	// watch's crds policy), even when the action then failed.
 	CRDsApplied []string
+	// Nondeterministic names the chart's templates that rendered
+	// differently twice with the same values and chart (randAlphaNum, now,
+	// a lookup): what was deployed is one of their renders, and the
+	// operator upgrades only when the values or the chart change.
+	Nondeterministic []string
 	// Succeeded is true when the install or upgrade completed and Helm's
 	// storage, when it could be read back, agrees; a failure after it (the
 	// read-back) does not undo it.
@@ -267,6 +278,7 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 	}
 	res.Succeeded = err == nil
 	res.CRDsApplied = r.crdsApplied
+	res.Nondeterministic = r.nondeterministic
 	after, obsErr := Observe(r.Client, r.Name)
 	if obsErr != nil {
 		if err != nil {
@@ -424,6 +436,23 @@ func storedRevision(before, after State) int {
 		return after.Latest.Version
 	}
 	return 0
+}
+
+// describe sets an action's description (Helm's revision description) to
+// the causes of the revision, unless the resource's description annotation
+// set one: the user's word comes first.
+func (r *Runner) describe(d *string) {
+	if *d == "" {
+		*d = r.description
+	}
+}
+
+// chartVersion is the version of the watch's chart.
+func (r *Runner) chartVersion() string {
+	if r.Chart == nil || r.Chart.Metadata == nil {
+		return ""
+	}
+	return r.Chart.Metadata.Version
 }
 
 func (r *Runner) labels() map[string]string {

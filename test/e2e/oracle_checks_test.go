@@ -100,6 +100,7 @@ func (e *env) resourceViolations(r *oracleResource, mapper meta.RESTMapper) []st
 		}
 	}
 	bad = append(bad, e.cliHistoryViolations(name, r.plain)...)
+	bad = append(bad, causeViolations(r.u, r.records)...)
 
 	// deployedRelease is Helm's deployed revision, digests computed here.
 	switch d := r.deployed; {
@@ -136,7 +137,9 @@ func (e *env) resourceViolations(r *oracleResource, mapper meta.RESTMapper) []st
 				bad = append(bad, err.Error())
 			}
 		}
-		if spec != nil && !carries(config, spec) {
+		// With valuesFrom, what the spec's references read is merged over it.
+		spec, known := expectedValues(context.Background(), r.u, spec)
+		if known && spec != nil && !carries(config, spec) {
 			bad = append(bad, fmt.Sprintf("truth: Ready=True, but the deployed revision %d does not carry the spec", deployed.Version))
 		}
 	}

@@ -28,6 +28,8 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"resources":       resourcesSchema(),
 			"lastTestRun":     lastTestRunSchema(),
 			"drift":           driftSchema(),
+			"valuesSources":   valuesSourcesSchema(),
+			"history":         historySchema(),
 			"lastHandledTest": stringProp(
 				"The last value of the annotation helmapp.io/test the operator acted on."),
 			"phase": stringProp(
