@@ -160,6 +160,9 @@ type Services struct {
 	// resource has valuesFrom (values.go); nil: their changes are seen at
 	// the next reconcile only.
 	Sources cache.Cache
+	// DigestKey keys deployedRelease.valuesDigest (release.DigestKey); nil
+	// means a random key of this process alone.
+	DigestKey release.DigestKey
 
 	// release is the part of these services a release's run uses, built
 	// from them by NewServices.
@@ -186,7 +189,7 @@ func NewServices(s Services) (*Services, error) {
 		s.RetryMax = 5 * time.Minute
 	}
 	s.release = release.NewServices(release.Services{Kube: s.Client, KubeReader: s.Reader, Live: s.Live, Access: s.Access,
-		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace})
+		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace, DigestKey: s.DigestKey})
 	s.Now, s.Actions, s.Tenure = s.release.Now, s.release.Actions, s.release.Tenure
 	return &s, nil
 }
