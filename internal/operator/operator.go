@@ -537,6 +537,8 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		Scope:         scopeOf(w),
 		Drift:         driftOf(w),
 		ValuesFrom:    valuesFromOf(w),
+		// Redacted beside what the chart's schema marks secret.
+		SensitiveValues: w.SensitiveValues,
 	}
 }
 

@@ -81,6 +81,9 @@ type Kind struct {
 	// ValuesFrom are the watch's references (watches.yaml valuesFrom),
 	// merged before each resource's own valuesFrom.
 	ValuesFrom []release.ValuesReference
+	// SensitiveValues are the watch's paths of secret values (watches.yaml
+	// sensitiveValues), redacted beside those the chart's schema marks.
+	SensitiveValues []string
 }
 
 // Services are what every reconciler of the process shares, built once
