@@ -92,6 +92,40 @@ type ValuesSource struct {
 	Content         string
 }
 
+// ReviewValuesSources asks reviewer, with the access review the permission
+// preflight makes for the chart's objects (preflight.go), whether id may get
+// each referenced object of namespace, before any is read: a denial is
+// PermissionDenied naming every object id may not get ("ServiceAccount
+// team-a/deployer may not: get configmaps/defaults, get secrets/db (in
+// team-a)"), Refused and retried as ReadValuesSources' is. Nil when all are
+// granted, with no reviewer, or when the review itself fails (the reads
+// then find out).
+func ReviewValuesSources(ctx context.Context, reviewer Reviewer, id Identity, namespace string, refs []ValuesReference) error {
+	if reviewer == nil || len(refs) == 0 {
+		return nil
+	}
+	perms := make([]Permission, len(refs))
+	for i, ref := range refs {
+		perms[i] = Permission{Verb: "get", Resource: strings.ToLower(ref.Kind) + "s", Namespace: namespace, Name: ref.Name}
+	}
+	perms = uniquePermissions(perms)
+	allowed, err := reviewer.Review(ctx, id, perms)
+	if err != nil || len(allowed) != len(perms) {
+		return nil
+	}
+	var denied []Permission
+	for i, ok := range allowed {
+		if !ok {
+			denied = append(denied, perms[i])
+		}
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	return &Error{Reason: status.ReasonPermissionDenied, Refused: true,
+		Summary: DeniedMessage(id, denied) + ", which valuesFrom references; grant it, and the release is retried"}
+}
+
 // ReadValuesSources reads each reference's object of namespace with a
 // direct GET through reader (acting as the resource's identity; never a
 // cache, so that no Secret's data is kept), and returns what it read of
