@@ -36,6 +36,11 @@ type ValuesReference struct {
 	TargetPath string `json:"targetPath,omitempty"`
 	// Optional: a missing object or key is skipped instead of failing.
 	Optional bool `json:"optional,omitempty"`
+	// Literal, with TargetPath, sets the content as a string, verbatim
+	// (helm --set-literal; Flux's literal, helm-controller v1.6.0): never
+	// typed as a number, boolean or null. Without TargetPath it changes
+	// nothing, as in Flux.
+	Literal bool `json:"literal,omitempty"`
 }
 
 // Key is how the reference's object is named in messages and the index:
@@ -229,7 +234,11 @@ func MergeValues(obj *unstructured.Unstructured, sources []ValuesSource, overrid
 			// One value at a path, as Flux sets it: the content a string,
 			// typed by --set's rules only where it is true, false, null or
 			// a number.
-			if err := strvals.ParseInto(src.Ref.TargetPath+"="+escapeSet(src.Content), vals); err != nil {
+			parse := strvals.ParseInto
+			if src.Ref.Literal {
+				parse = strvals.ParseIntoString
+			}
+			if err := parse(src.Ref.TargetPath+"="+escapeSet(src.Content), vals); err != nil {
 				return nil, &Error{Reason: status.ReasonValuesSourceInvalid,
 					Summary: fmt.Sprintf("The targetPath %q of %s is not a valid --set path", src.Ref.TargetPath, refName(src.Ref))}
 			}
