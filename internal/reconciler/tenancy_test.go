@@ -86,6 +86,9 @@ func (e *env) startAs(restCfg *rest.Config, mutate ...func(*operator.Config)) {
 	e.t.Helper()
 	logger := zapLogger(e.logs)
 	ws := tu.DefaultWatches(e.t)
+	// The ServiceAccount's namespace is the operator's own, where it keeps
+	// its digest key (as a pod's).
+	mutate = append([]func(*operator.Config){func(c *operator.Config) { c.OperatorNamespace = e.ns }}, mutate...)
 	e.startOp = func() func() {
 		return operatortest.Start(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
 	}
