@@ -18,7 +18,7 @@ func valuesFromOf(w watches.Watch) []release.ValuesReference {
 		if key == "" {
 			key = release.DefaultValuesKey
 		}
-		out = append(out, release.ValuesReference{Kind: v.Kind, Name: v.Name, ValuesKey: key, TargetPath: v.TargetPath, Optional: v.Optional})
+		out = append(out, release.ValuesReference{Kind: v.Kind, Name: v.Name, ValuesKey: key, TargetPath: v.TargetPath, Optional: v.Optional, Literal: v.Literal})
 	}
 	return out
 }

@@ -84,6 +84,9 @@ type Kind struct {
 	// ValuesFrom are the watch's references (watches.yaml valuesFrom),
 	// merged before each resource's own valuesFrom.
 	ValuesFrom []release.ValuesReference
+	// SensitiveValues are the watch's paths of secret values (watches.yaml
+	// sensitiveValues), redacted beside those the chart's schema marks.
+	SensitiveValues []string
 }
 
 // Services are what every reconciler of the process shares, built once
@@ -163,6 +166,9 @@ type Services struct {
 	// resource has valuesFrom (values.go); nil: their changes are seen at
 	// the next reconcile only.
 	Sources cache.Cache
+	// DigestKey keys deployedRelease.valuesDigest (release.DigestKey); nil
+	// means a random key of this process alone.
+	DigestKey release.DigestKey
 
 	// release is the part of these services a release's run uses, built
 	// from them by NewServices.
@@ -189,7 +195,7 @@ func NewServices(s Services) (*Services, error) {
 		s.RetryMax = 5 * time.Minute
 	}
 	s.release = release.NewServices(release.Services{Kube: s.Client, KubeReader: s.Reader, Live: s.Live, Access: s.Access,
-		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace})
+		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace, DigestKey: s.DigestKey})
 	s.Now, s.Actions, s.Tenure = s.release.Now, s.release.Actions, s.release.Tenure
 	return &s, nil
 }

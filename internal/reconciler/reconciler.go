@@ -71,6 +71,9 @@ type Reconciler struct {
 	// the objects valuesFrom references, once.
 	settle       settler
 	watchSources func()
+	// sensitive are the paths of the values redacted from messages
+	// (release.SensitivePaths of the chart's schema and the watch's list).
+	sensitive []string
 }
 
 // New returns the Reconciler of opts.Kind, or an error naming what is
@@ -89,9 +92,10 @@ func New(opts Options) (*Reconciler, error) {
 		shared: &release.Shared{Services: svc.release, Chart: k.Chart, ChartDigest: release.ChartDigest(k.Chart),
 			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout, Scope: k.Scope,
 			Drift: k.Drift},
-		status:  status.Writer{Client: svc.Client},
-		tracker: svc.Tracker,
-		causes:  readiness.NewCauses(),
+		status:    status.Writer{Client: svc.Client},
+		tracker:   svc.Tracker,
+		causes:    readiness.NewCauses(),
+		sensitive: release.SensitivePaths(k.Chart.Schema, k.SensitiveValues),
 	}, nil
 }
 
@@ -338,8 +342,12 @@ func (r *Reconciler) backoff(n int64) time.Duration {
 	return min(d, r.svc.RetryMax)
 }
 
-// redactor hides the resource's spec values and the watch's override values
-// in messages, keeping the names messages need.
+// redactor hides in messages what is secret of the resource's values: the
+// values at the sensitive paths (the chart's schema, the watch's
+// sensitiveValues) and the watch's override values (from the operator's
+// environment), keeping the names messages need. The rest of the spec — a
+// class name, an image, a host the user wrote — is shown: the spec is
+// readable beside the status, and secrets belong in valuesFrom Secrets.
 func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 	return r.redactorWith(obj, nil)
 }
@@ -348,7 +356,7 @@ func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 // Secrets (release.SecretValues).
 func (r *Reconciler) redactorWith(obj *unstructured.Unstructured, secrets map[string]any) status.Redactor {
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-	vals := map[string]any{"spec": spec, "secrets": secrets}
+	vals := map[string]any{"sensitive": release.SensitiveValues(spec, r.sensitive), "secrets": secrets}
 	for k, v := range r.kind.OverrideValues {
 		vals["override:"+k] = v
 	}

@@ -90,6 +90,11 @@ func (r *Reconciler) valuesSources(ctx context.Context, obj *unstructured.Unstru
 	if reader == nil {
 		reader = r.svc.Reader
 	}
+	// Every reference the identity may not get is named at once, before
+	// any is read (the status keeps the sources it last listed).
+	if err := release.ReviewValuesSources(ctx, r.svc.Access, id, obj.GetNamespace(), refs); err != nil {
+		return readValues{err: r.missingIdentity(ctx, id, err)}, redactor
+	}
 	srcs, err := release.ReadValuesSources(ctx, reader, id, obj.GetNamespace(), refs)
 	out.SourcesRead, out.ValuesSources = true, statusSources(srcs)
 	if err != nil {

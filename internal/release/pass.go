@@ -240,7 +240,7 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 	if _, err := r.Reshard(before); err != nil {
 		return err
 	}
-	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed)
+	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed, r.DigestKey)
 	if req.ValuesSourcesErr != nil {
 		return req.ValuesSourcesErr
 	}
@@ -327,7 +327,7 @@ func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, plan Pla
 		}
 		return
 	}
-	p.Deployed = Describe(p.Result.State.Deployed)
+	p.Deployed = Describe(p.Result.State.Deployed, r.DigestKey)
 }
 
 // observe reads the release from the records' cache and the memo of

@@ -21,17 +21,23 @@ import (
 )
 
 // Permission is one request an action makes of the API server: a verb on a
-// resource (of a group) in a namespace ("" for cluster-scoped resources).
+// resource (of a group) in a namespace ("" for cluster-scoped resources),
+// on the object Name when set (a reference of valuesFrom), else on any.
 type Permission struct {
-	Verb, Group, Resource, Namespace string
+	Verb, Group, Resource, Namespace, Name string
 }
 
-// What names the verb and the resource: "create deployments.apps".
+// What names the verb and the resource: "create deployments.apps", "get
+// secrets/db".
 func (p Permission) What() string {
-	if p.Group == "" {
-		return p.Verb + " " + p.Resource
+	w := p.Verb + " " + p.Resource
+	if p.Group != "" {
+		w += "." + p.Group
 	}
-	return p.Verb + " " + p.Resource + "." + p.Group
+	if p.Name != "" {
+		w += "/" + p.Name
+	}
+	return w
 }
 
 // Reviewer asks the API server whether an identity may do each of perms,

@@ -57,10 +57,13 @@ type Services struct {
 	// the reconcile's context is cancelled (the operator is stopping) before
 	// it is cancelled too; 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// DigestKey keys the values digest the status publishes (digest.go);
+	// nil means a random key of this process alone.
+	DigestKey DigestKey
 }
 
 // NewServices returns s with its defaults set: a clock, a registry of
-// running actions and a tenure begun now.
+// running actions, a tenure begun now and a digest key.
 func NewServices(s Services) *Services {
 	if s.Now == nil {
 		s.Now = time.Now
@@ -76,6 +79,10 @@ func NewServices(s Services) *Services {
 	}
 	if s.DriftMemo == nil {
 		s.DriftMemo = NewDriftMemo()
+	}
+	if len(s.DigestKey) == 0 {
+		// crypto/rand does not fail on the platforms Go supports.
+		s.DigestKey, _ = NewDigestKey()
 	}
 	return &s
 }

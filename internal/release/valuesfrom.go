@@ -36,6 +36,11 @@ type ValuesReference struct {
 	TargetPath string `json:"targetPath,omitempty"`
 	// Optional: a missing object or key is skipped instead of failing.
 	Optional bool `json:"optional,omitempty"`
+	// Literal, with TargetPath, sets the content as a string, verbatim
+	// (helm --set-literal; Flux's literal, helm-controller v1.6.0): never
+	// typed as a number, boolean or null. Without TargetPath it changes
+	// nothing, as in Flux.
+	Literal bool `json:"literal,omitempty"`
 }
 
 // Key is how the reference's object is named in messages and the index:
@@ -90,6 +95,40 @@ type ValuesSource struct {
 	Found           bool
 	ResourceVersion string
 	Content         string
+}
+
+// ReviewValuesSources asks reviewer, with the access review the permission
+// preflight makes for the chart's objects (preflight.go), whether id may get
+// each referenced object of namespace, before any is read: a denial is
+// PermissionDenied naming every object id may not get ("ServiceAccount
+// team-a/deployer may not: get configmaps/defaults, get secrets/db (in
+// team-a)"), Refused and retried as ReadValuesSources' is. Nil when all are
+// granted, with no reviewer, or when the review itself fails (the reads
+// then find out).
+func ReviewValuesSources(ctx context.Context, reviewer Reviewer, id Identity, namespace string, refs []ValuesReference) error {
+	if reviewer == nil || len(refs) == 0 {
+		return nil
+	}
+	perms := make([]Permission, len(refs))
+	for i, ref := range refs {
+		perms[i] = Permission{Verb: "get", Resource: strings.ToLower(ref.Kind) + "s", Namespace: namespace, Name: ref.Name}
+	}
+	perms = uniquePermissions(perms)
+	allowed, err := reviewer.Review(ctx, id, perms)
+	if err != nil || len(allowed) != len(perms) {
+		return nil
+	}
+	var denied []Permission
+	for i, ok := range allowed {
+		if !ok {
+			denied = append(denied, perms[i])
+		}
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	return &Error{Reason: status.ReasonPermissionDenied, Refused: true,
+		Summary: DeniedMessage(id, denied) + ", which valuesFrom references; grant it, and the release is retried"}
 }
 
 // ReadValuesSources reads each reference's object of namespace with a
@@ -195,7 +234,11 @@ func MergeValues(obj *unstructured.Unstructured, sources []ValuesSource, overrid
 			// One value at a path, as Flux sets it: the content a string,
 			// typed by --set's rules only where it is true, false, null or
 			// a number.
-			if err := strvals.ParseInto(src.Ref.TargetPath+"="+escapeSet(src.Content), vals); err != nil {
+			parse := strvals.ParseInto
+			if src.Ref.Literal {
+				parse = strvals.ParseIntoString
+			}
+			if err := parse(src.Ref.TargetPath+"="+escapeSet(src.Content), vals); err != nil {
 				return nil, &Error{Reason: status.ReasonValuesSourceInvalid,
 					Summary: fmt.Sprintf("The targetPath %q of %s is not a valid --set path", src.Ref.TargetPath, refName(src.Ref))}
 			}

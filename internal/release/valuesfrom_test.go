@@ -136,3 +136,34 @@ func flatten(v any) []string {
 	}
 	return nil
 }
+
+// literal (Flux's, helm --set-literal) sets a targetPath's content as a
+// string, verbatim: what --set would type (a number, true, null) stays
+// the text, and --set's syntax in it is text too. Without literal the same
+// content is typed; without targetPath literal changes nothing.
+func TestMergeValuesLiteral(t *testing.T) {
+	ref := func(key, path string, literal bool) ValuesReference {
+		return ValuesReference{Kind: "ConfigMap", Name: "c", ValuesKey: key, TargetPath: path, Literal: literal}
+	}
+	odd := "a,b=[c]{d}\\e\nf: g"
+	srcs := []ValuesSource{
+		{Ref: ref("port", "lit.port", true), Found: true, Content: "0123"},
+		{Ref: ref("flag", "lit.flag", true), Found: true, Content: "true"},
+		{Ref: ref("none", "lit.none", true), Found: true, Content: "null"},
+		{Ref: ref("odd", "lit.odd", true), Found: true, Content: odd},
+		{Ref: ref("flag", "typed.flag", false), Found: true, Content: "true"},
+		{Ref: ref("values.yaml", "", true), Found: true, Content: "merged: 3\n"},
+	}
+	got, err := MergeValues(withValuesFrom(map[string]any{}), srcs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"lit":    map[string]any{"port": "0123", "flag": "true", "none": "null", "odd": odd},
+		"typed":  map[string]any{"flag": true},
+		"merged": float64(3),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged values:\n got %#v\nwant %#v", got, want)
+	}
+}

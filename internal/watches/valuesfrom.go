@@ -16,6 +16,7 @@ type ValuesFrom struct {
 	ValuesKey  string `json:"valuesKey,omitempty"`
 	TargetPath string `json:"targetPath,omitempty"`
 	Optional   bool   `json:"optional,omitempty"`
+	Literal    bool   `json:"literal,omitempty"`
 }
 
 // validateValuesFrom names the entry and index of a malformed reference.

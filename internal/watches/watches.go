@@ -67,6 +67,11 @@ type Watch struct {
 	// merged into the values of every resource of the kind, before the
 	// resource's own valuesFrom.
 	ValuesFrom []ValuesFrom
+	// SensitiveValues, our extension, are the dotted paths of the values
+	// (spec included) that are secret, "*" for any key or list item: they
+	// are redacted from every message, beside what the chart's
+	// values.schema.json marks secret (release.SensitivePaths).
+	SensitiveValues []string
 	// Storage, our extension, is where the kind's releases are stored:
 	// StorageSecrets (Helm's driver, one Secret per revision, the default) or
 	// StorageChunked (helm-operator-plugins' chunked driver, for revisions
@@ -184,6 +189,7 @@ type entry struct {
 	RequireAddresses        *bool                 `json:"requireAddresses,omitempty"`
 	HealthChecks            []healthCheckEntry    `json:"healthChecks,omitempty"`
 	ValuesFrom              []ValuesFrom          `json:"valuesFrom,omitempty"`
+	SensitiveValues         []string              `json:"sensitiveValues,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -251,7 +257,8 @@ func parse(raw []byte) ([]Watch, error) {
 			Drift:              driftOf(e.Drift),
 			RequireAddresses:   e.RequireAddresses != nil && *e.RequireAddresses,
 			HealthChecks:       rules[i],
-			ValuesFrom:         e.ValuesFrom}
+			ValuesFrom:         e.ValuesFrom,
+			SensitiveValues:    e.SensitiveValues}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -318,6 +325,11 @@ func validate(e entry) error {
 	}
 	if err := validateValuesFrom(name, e.ValuesFrom); err != nil {
 		return err
+	}
+	for i, p := range e.SensitiveValues {
+		if strings.Trim(p, ".") == "" || strings.Contains(p, "..") {
+			return fmt.Errorf("%s: field sensitiveValues[%d] must be a dotted path of values (db.password), got %q", name, i, p)
+		}
 	}
 	if e.CRDs != nil {
 		if err := oneOf(name, "crds.install", e.CRDs.Install, CRDCreate, CRDSkip); err != nil {
@@ -416,7 +428,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift, valuesFrom)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift, valuesFrom, sensitiveValues)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

@@ -104,7 +104,7 @@ func deployedReleaseSchema() apiextensionsv1.JSONSchemaProps {
 			"status":         stringProp("Helm's status of the release, e.g. deployed."),
 			"firstDeployed":  timeProp("When the first revision of the release was deployed."),
 			"lastDeployed":   timeProp("When this revision was deployed."),
-			"valuesDigest":   stringProp("Digest of the values the release was rendered with (never the values themselves)."),
+			"valuesDigest":   stringProp("HMAC-SHA256 of the values the release was rendered with, under the operator's key (never the values themselves)."),
 			"manifestDigest": stringProp("Digest of the release's rendered manifest."),
 		},
 	}

@@ -26,12 +26,14 @@ func ValuesFromSchema() apiextensionsv1.JSONSchemaProps {
 			"kind": {Type: "string", Description: "Secret or ConfigMap.", Enum: jsonStrings("Secret", "ConfigMap")},
 			"name": name, "valuesKey": key, "targetPath": path,
 			"optional": {Type: "boolean", Description: "A missing object or key is skipped instead of holding the release back."},
+			"literal": {Type: "boolean", Description: "With targetPath, the content is set as a string, verbatim (helm --set-literal, Flux's literal): " +
+				"never typed as a number, boolean or null. Without targetPath it changes nothing."},
 		},
 	}
 	return apiextensionsv1.JSONSchemaProps{
 		Type: "array",
-		Description: "Values read from Secrets and ConfigMaps of the resource's namespace, merged in order; spec is merged over them, " +
-			"and the watch's overrideValues over that. Read as the resource's identity; a change upgrades the release.",
+		Description: "Values read from Secrets and ConfigMaps of the resource's namespace, merged in order over spec, " +
+			"and the watch's overrideValues over them. Read as the resource's identity; a change upgrades the release.",
 		MaxItems: ptr.To[int64](MaxValuesFrom),
 		Items:    &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &entry},
 	}
