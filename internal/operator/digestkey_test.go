@@ -55,6 +55,18 @@ func TestValuesDigestIsKeyedByTheOperatorsNamespace(t *testing.T) {
 	}
 	tu.WaitForCondition(t, c, tu.NginxGVK, ns, "web", status.TypeDeployed, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	dA := waitDigest("a keyed digest", func(d string) bool { return strings.HasPrefix(d, "hmac-sha256:") })
+	// status.history shows the same keyed digest, never the plain one.
+	cur, err := tu.Get(t, c, tu.NginxGVK, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, _, _ := unstructured.NestedSlice(cur.Object, "status", "history")
+	if len(hist) != 1 {
+		t.Fatalf("status.history: %v, want the install's entry", hist)
+	}
+	if h, _, _ := unstructured.NestedString(hist[0].(map[string]any), "valuesDigest"); h != dA {
+		t.Errorf("status.history[0].valuesDigest %q, want deployedRelease's %q", h, dA)
+	}
 	stop()
 	var key corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: opA, Name: operator.DigestKeySecret}, &key); err != nil {

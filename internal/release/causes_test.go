@@ -143,7 +143,7 @@ func TestMadeRevisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := madeRevisions(tt.before, tt.res, tt.err, c, "1.0.0", "sha256:x", now, now)
+			got := madeRevisions(tt.before, tt.res, tt.err, c, "1.0.0", DigestKey("k"), "hmac-sha256:x", now, now)
 			var s []string
 			for _, e := range got {
 				s = append(s, strings.Join([]string{strconv.Itoa(e.Revision), e.Action, e.Status}, "/"))

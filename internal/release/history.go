@@ -15,9 +15,10 @@ import (
 // (causes), and the remediation's that followed a failure (a rollback, or
 // the uninstall of a failed install). before is Helm's storage before the
 // run, res the run's result, runErr its failure; chartVersion and digest
-// describe what the action asked for (the action's own revision is gone
+// describe what the action asked for (digest keyed by key, as every
+// digest of values the status shows) (the action's own revision is gone
 // from res.State after a rollback or an uninstall).
-func madeRevisions(before State, res Result, runErr error, causes []status.Cause, chartVersion, digest string, started, finished metav1.Time) []status.HistoryEntry {
+func madeRevisions(before State, res Result, runErr error, causes []status.Cause, chartVersion string, key DigestKey, digest string, started, finished metav1.Time) []status.HistoryEntry {
 	if !res.Observed || (res.Action != status.ActionInstall && res.Action != status.ActionUpgrade) {
 		return nil
 	}
@@ -29,7 +30,7 @@ func madeRevisions(before State, res Result, runErr error, causes []status.Cause
 	errors.As(runErr, &e)
 	after := res.State.Latest
 	entry := func(rel *release.Release, act string, causes []status.Cause) status.HistoryEntry {
-		h := status.HistoryEntry{Revision: rel.Version, Action: act, Causes: causes, ValuesDigest: ValuesDigest(rel.Config),
+		h := status.HistoryEntry{Revision: rel.Version, Action: act, Causes: causes, ValuesDigest: key.Values(rel.Config),
 			Started: &started, Finished: &finished}
 		if rel.Chart != nil && rel.Chart.Metadata != nil {
 			h.ChartVersion = rel.Chart.Metadata.Version

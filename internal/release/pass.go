@@ -283,7 +283,9 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 	if errors.Is(p.RunErr, errAssumedWrong) || isStale(p.RunErr) {
 		return p.RunErr // nothing was applied: run observes again
 	}
-	p.History = madeRevisions(before, p.Result, p.RunErr, p.Causes, facts.ChartTo, want.ValuesDigest, metaTime(started), metaTime(r.now()))
+	// The history shows the keyed digest, as deployedRelease does (never
+	// the plain one, which would let a guess of a secret value be tested).
+	p.History = madeRevisions(before, p.Result, p.RunErr, p.Causes, facts.ChartTo, r.DigestKey, r.DigestKey.Values(vals), metaTime(started), metaTime(r.now()))
 	p.step(req, StepRan)
 	if p.RunErr != nil {
 		return p.RunErr
