@@ -156,3 +156,27 @@ func (o *olmRun) operatorDeployment(operatorDigest string) *appsv1.Deployment {
 	})
 	return dep
 }
+
+// changeOneDeleteOne is what both OLMs' tests do with the resources of an
+// operator OLM installed: nginx/web (Ready as web) scaled to 2, Ready at its
+// new generation with 2 available replicas; echo/bye deleted, its release
+// gone.
+func changeOneDeleteOne(apps *env, web *nginx) {
+	apps.t.Helper()
+	apps.kubectl("patch", "nginx/web", "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
+	apps.waitNginx("web", "nginx/web Ready at its new generation", func(n *nginx) bool {
+		return n.Metadata.Generation > web.Metadata.Generation && n.is("Ready", metav1.ConditionTrue)
+	})
+	apps.eventually("web", "Deployment web with 2 available replicas", func(ctx context.Context) (bool, string) {
+		d, err := apps.deployment(ctx, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.AvailableReplicas == 2 && rolledOut(d), fmt.Sprintf("%d available", d.Status.AvailableReplicas)
+	})
+	apps.kubectl("delete", "echo/bye", "--timeout="+deadline.String())
+	apps.eventually("bye", "echo/bye's release uninstalled", func(ctx context.Context) (bool, string) {
+		out, err := suite.cp.Helm(ctx, "status", "bye", "-n", apps.ns)
+		return err != nil && strings.Contains(out+err.Error(), "not found"), out
+	})
+}

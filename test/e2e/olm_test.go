@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -88,22 +87,7 @@ func TestInstalledByOLM(t *testing.T) {
 	}
 	o.checkOperandImage(apps, "web", related["RELATED_IMAGE_NGINX"])
 	// Change one, delete one.
-	apps.kubectl("patch", "nginx/web", "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
-	apps.waitNginx("web", "nginx/web Ready at its new generation", func(n *nginx) bool {
-		return n.Metadata.Generation > web.Metadata.Generation && n.is("Ready", metav1.ConditionTrue)
-	})
-	apps.eventually("web", "Deployment web with 2 available replicas", func(ctx context.Context) (bool, string) {
-		d, err := apps.deployment(ctx, "web")
-		if err != nil {
-			return false, err.Error()
-		}
-		return d.Status.AvailableReplicas == 2 && rolledOut(d), fmt.Sprintf("%d available", d.Status.AvailableReplicas)
-	})
-	apps.kubectl("delete", "echo/bye", "--timeout="+deadline.String())
-	apps.eventually("bye", "echo/bye's release uninstalled", func(ctx context.Context) (bool, string) {
-		out, err := suite.cp.Helm(ctx, "status", "bye", "-n", apps.ns)
-		return err != nil && strings.Contains(out+err.Error(), "not found"), out
-	})
+	changeOneDeleteOne(apps, web)
 	historyA := map[string][]helmRevision{"web": apps.helmHistory("web"), "hello": apps.helmHistory("hello")}
 
 	// Version B: a new catalog image whose channel has B replacing A.

@@ -150,7 +150,21 @@ func (o *olmV0) operatorDeployment(ns, csv, operatorDigest string) *appsv1.Deplo
 // watch on namespaces.
 func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, targets []string) {
 	o.t.Helper()
-	ctx := context.Background()
+	// OLM may still be replacing an older CSV's roles and bindings when
+	// the new CSV says Succeeded (seen once after an upgrade): wait for the
+	// grants, failing with what is still missing.
+	o.eventually("the CSV's permissions bound to "+ns+"/"+sa, func(ctx context.Context) (bool, string) {
+		missing, err := o.missingRBACv0(ctx, csv, ns, sa, targets)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(missing) == 0, strings.Join(missing, "; ")
+	})
+}
+
+// missingRBACv0 is what checkRBACv0 waits for: each grant of csv that no
+// role bound to ns/sa holds, in words.
+func (o *olmV0) missingRBACv0(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, ns, sa string, targets []string) ([]string, error) {
 	clusterRules := func(name string) ([]rbacv1.PolicyRule, error) {
 		r, err := suite.kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -160,16 +174,16 @@ func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, 
 	}
 	crbs, err := suite.kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		o.t.Fatal(err)
+		return nil, err
 	}
 	var clusterBindings []roleBinding
 	for _, b := range crbs.Items {
 		clusterBindings = append(clusterBindings, roleBinding{b.Subjects, b.RoleRef, clusterRules})
 	}
-	roleBindings := func(n string) []roleBinding {
+	roleBindings := func(n string) ([]roleBinding, error) {
 		rbs, err := suite.kube.RbacV1().RoleBindings(n).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			o.t.Fatal(err)
+			return nil, err
 		}
 		var out []roleBinding
 		for _, b := range rbs.Items {
@@ -185,12 +199,13 @@ func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, 
 			}
 			out = append(out, roleBinding{b.Subjects, b.RoleRef, rules})
 		}
-		return out
+		return out, nil
 	}
+	var missing []string
 	spec := csv.Spec.InstallStrategy.StrategySpec
 	for i, p := range spec.ClusterPermissions {
 		if !boundV0(p.Rules, ns, sa, clusterBindings) {
-			o.t.Errorf("no ClusterRole with the rules of the CSV's clusterPermissions[%d] (%d rules) is bound to %s/%s", i, len(p.Rules), ns, sa)
+			missing = append(missing, fmt.Sprintf("no ClusterRole with the rules of the CSV's clusterPermissions[%d] (%d rules) is bound to %s/%s", i, len(p.Rules), ns, sa))
 		}
 	}
 	namespaces := append([]string{ns}, slices.DeleteFunc(slices.Clone(targets), func(n string) bool { return n == ns })...)
@@ -198,16 +213,21 @@ func (o *olmV0) checkRBACv0(csv *v1alpha1.ClusterServiceVersion, ns, sa string, 
 		if targets == nil {
 			rules := append(slices.Clone(p.Rules), rbacv1.PolicyRule{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"namespaces"}})
 			if !boundV0(rules, ns, sa, clusterBindings) {
-				o.t.Errorf("no ClusterRole with the rules of the CSV's permissions[%d] (%d rules, plus namespaces) is bound to %s/%s (AllNamespaces)", i, len(p.Rules), ns, sa)
+				missing = append(missing, fmt.Sprintf("no ClusterRole with the rules of the CSV's permissions[%d] (%d rules, plus namespaces) is bound to %s/%s (AllNamespaces)", i, len(p.Rules), ns, sa))
 			}
 			continue
 		}
 		for _, n := range namespaces {
-			if !boundV0(p.Rules, ns, sa, roleBindings(n)) {
-				o.t.Errorf("no Role of %s with the rules of the CSV's permissions[%d] (%d rules) is bound to %s/%s", n, i, len(p.Rules), ns, sa)
+			bindings, err := roleBindings(n)
+			if err != nil {
+				return nil, err
+			}
+			if !boundV0(p.Rules, ns, sa, bindings) {
+				missing = append(missing, fmt.Sprintf("no Role of %s with the rules of the CSV's permissions[%d] (%d rules) is bound to %s/%s", n, i, len(p.Rules), ns, sa))
 			}
 		}
 	}
+	return missing, nil
 }
 
 // roleBinding is a RoleBinding or ClusterRoleBinding, with how to read the

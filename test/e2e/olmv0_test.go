@@ -253,22 +253,7 @@ func (o *olmV0) runResources(apps *env) {
 	for _, e := range []string{"hello", "bye"} {
 		apps.kubectl("wait", "--for=condition=Ready", "echo/"+e, "--timeout="+deadline.String())
 	}
-	apps.kubectl("patch", "nginx/web", "--type=merge", "-p", `{"spec":{"replicaCount":2}}`)
-	apps.waitNginx("web", "nginx/web Ready at its new generation", func(n *nginx) bool {
-		return n.Metadata.Generation > web.Metadata.Generation && n.is("Ready", metav1.ConditionTrue)
-	})
-	apps.eventually("web", "Deployment web with 2 available replicas", func(ctx context.Context) (bool, string) {
-		d, err := apps.deployment(ctx, "web")
-		if err != nil {
-			return false, err.Error()
-		}
-		return d.Status.AvailableReplicas == 2 && rolledOut(d), fmt.Sprintf("%d available", d.Status.AvailableReplicas)
-	})
-	apps.kubectl("delete", "echo/bye", "--timeout="+deadline.String())
-	apps.eventually("bye", "echo/bye's release uninstalled", func(ctx context.Context) (bool, string) {
-		out, err := suite.cp.Helm(ctx, "status", "bye", "-n", apps.ns)
-		return err != nil && strings.Contains(out+err.Error(), "not found"), out
-	})
+	changeOneDeleteOne(apps, web)
 }
 
 // checkHistories: each release's Helm history is still what was recorded

@@ -108,6 +108,24 @@ func DefaultWatches(t testing.TB) string {
 	return WatchesFile(t, string(b))
 }
 
+// UninstallingWatches is DefaultWatches with `finalizer: always` on every
+// entry: each resource's deletion takes the operator's uninstall path (the
+// path that needs the operator's delete grants), where the default leaves a
+// finalizer-free release to the garbage collector, which envtest does not
+// run.
+func UninstallingWatches(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "watches.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const anchor = "\n  watchDependentResources: true"
+	if !strings.Contains(string(b), anchor) {
+		t.Fatalf("watches.yaml has no %q to add finalizer: always beside", anchor)
+	}
+	return WatchesFile(t, strings.ReplaceAll(string(b), anchor, anchor+"\n  finalizer: always"))
+}
+
 // NewCR returns a resource of gvk with spec.
 func NewCR(gvk schema.GroupVersionKind, ns, name string, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}

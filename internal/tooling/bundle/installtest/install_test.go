@@ -119,7 +119,9 @@ func TestCSVPermissionsRunTheOperator(t *testing.T) {
 			logs := &syncBuffer{}
 			logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
 			metricsAddr := tu.FreeAddress(t)
-			operatortest.Start(t, sc, tu.DefaultWatches(t), watch, func(oc *operator.Config) {
+			// finalizer: always, so that the deletion below is the
+			// operator's uninstall, run with the CSV's grants.
+			operatortest.Start(t, sc, tu.UninstallingWatches(t), watch, func(oc *operator.Config) {
 				oc.Logger = &logger
 				oc.MetricsBindAddress = metricsAddr // HTTPS behind TokenReview and SubjectAccessReview
 				oc.LeaderElection = true

@@ -86,8 +86,9 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := zap.New(zap.WriteTo(logs), zap.Level(zapcore.DebugLevel))
 	// With a token of its own: the operator's impersonation of
-	// helm-deployer is judged on the variant's impersonate rule.
-	operatortest.Start(t, withToken(t, sa, in.operatorNS), tu.DefaultWatches(t), []string{crNS}, func(oc *operator.Config) {
+	// helm-deployer is judged on the variant's impersonate rule;
+	// finalizer: always, so that the deletion is an uninstall run as them.
+	operatortest.Start(t, withToken(t, sa, in.operatorNS), tu.UninstallingWatches(t), []string{crNS}, func(oc *operator.Config) {
 		oc.Logger = &logger
 		oc.DefaultServiceAccount, oc.RequireServiceAccount = "helm-deployer", true
 		oc.RetryBase, oc.RetryMax = 200*time.Millisecond, 2*time.Second
