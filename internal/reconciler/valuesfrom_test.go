@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"go.uber.org/zap/zapcore"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/helmapp/helm-app-operator/internal/metrics"
 	"github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/reconciler"
 	"github.com/helmapp/helm-app-operator/internal/release"
@@ -146,14 +150,27 @@ func TestValuesFromSecretUpgradesOnceAndLeaksNothing(t *testing.T) {
 	}
 
 	// Nowhere but in the release: the status, the events, the log (debug
-	// included) and the resource itself.
+	// included), the metrics and the resource itself.
 	raw, _ := json.Marshal(u.Object)
 	var notes []string
 	for _, ev := range e.events(cr) {
 		notes = append(notes, ev.Reason+": "+ev.Message)
 	}
 	logs := e.logs.String()
-	for _, where := range []struct{ name, text string }{{"the resource", string(raw)}, {"the events", strings.Join(notes, "\n")}, {"the log", logs}} {
+	var exposition bytes.Buffer
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if _, err := expfmt.MetricFamilyToText(&exposition, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(exposition.String(), metrics.ReconcileTotal) || !strings.Contains(exposition.String(), e.ns) {
+		t.Errorf("the metrics show nothing of the operator; their check proves nothing:\n%.2000s", exposition.String())
+	}
+	for _, where := range []struct{ name, text string }{{"the resource", string(raw)}, {"the events", strings.Join(notes, "\n")}, {"the log", logs}, {"the metrics", exposition.String()}} {
 		for i, p := range pw {
 			if w := leakedPiece(where.text, p); w != "" {
 				t.Errorf("%q of password %d is in %s:\n%s", w, i, where.name, grepLines(where.text, w))
