@@ -27,12 +27,22 @@ import (
 // uninstall` by hand right after the operator wrote a status naming it)
 // would make a true status look like a lie. So the recorder also watches
 // the release's record Secrets and keeps, for each deleted record, the
-// resourceVersion of its deletion and its values' page.title: a status whose
-// revision Helm no longer has was true when written if that revision's
-// record was deleted after the status's resourceVersion. Both come from the
-// suite's one etcd, whose revision counter orders every write, so the two
-// resourceVersions compare as numbers (Kubernetes calls them opaque; here
-// they are etcd revisions of the same store).
+// resourceVersion of its deletion and its values' page.title.
+//
+// A status is what one reconcile read, and a reconcile reads Helm's records
+// before it writes: a `helm uninstall` by hand may land between the read
+// and the write (the flake of TestViewLaggingHelmStorage in CI, stops 45
+// and 46: the operator read revision 2 deployed — Helm's rollback by hand
+// not finished — judged readiness, and wrote; the uninstall by hand had
+// deleted the records in between). Reconciles of one resource run one at a
+// time, so that read came after the status written before this one. A
+// status whose revision Helm no longer has was therefore true when read if
+// that revision's record was deleted after the previous status's
+// resourceVersion; one naming a revision deleted before the previous status
+// was written is a lie. Both resourceVersions come from the suite's one
+// etcd, whose revision counter orders every write, so they compare as
+// numbers (Kubernetes calls them opaque; here they are etcd revisions of the
+// same store).
 
 // deletedRecord is a release record the recorder saw deleted.
 type deletedRecord struct {
@@ -78,12 +88,13 @@ func (r *statusRecorder) watchRecordDeletions(ctx context.Context, listed chan s
 }
 
 // trueWhenWritten says whether status s, which names a revision Helm does
-// not have now (or has with other values), was true when it was written:
-// that revision's record, with the values s claims when s says Ready, was
-// deleted after s. The deletion may reach the recorder after the status
-// (two watches): it waits a few seconds for it.
+// not have now (or has with other values), was true when the reconcile
+// that wrote it read Helm: that revision's record, with the values s claims
+// when s says Ready, was deleted after the status written before s. The
+// deletion may reach the recorder after the status (two watches): it waits
+// a few seconds for it.
 func (r *statusRecorder) trueWhenWritten(s seenStatus) bool {
-	rv, err := strconv.ParseInt(s.rv, 10, 64)
+	since, err := strconv.ParseInt(s.since, 10, 64)
 	if err != nil {
 		return false
 	}
@@ -91,7 +102,7 @@ func (r *statusRecorder) trueWhenWritten(s seenStatus) bool {
 	for {
 		r.mu.Lock()
 		for _, d := range r.deleted {
-			if int64(d.version) == s.revision && d.rv > rv && (!s.ready || s.obs != s.gen || d.title == s.title) {
+			if int64(d.version) == s.revision && d.rv > since && (!s.ready || s.obs != s.gen || d.title == s.title) {
 				r.mu.Unlock()
 				return true
 			}
@@ -135,7 +146,7 @@ func decodeRecordSecret(u *unstructured.Unstructured) (*helmrelease.Release, err
 // then) and has listed the records when it returns; the caller starts the
 // watch of the resource (recordStatuses) or calls observe itself.
 func (e *env) newStatusRecorder(ctx context.Context, cancel context.CancelFunc, name string) (r *statusRecorder, records chan struct{}) {
-	r = &statusRecorder{e: e, name: name, last: map[string]string{}, stop: cancel, done: make(chan struct{})}
+	r = &statusRecorder{e: e, name: name, last: map[string]string{}, lastRV: map[string]string{}, stop: cancel, done: make(chan struct{})}
 	records = make(chan struct{})
 	listed := make(chan struct{})
 	go func() {
@@ -150,12 +161,14 @@ func (e *env) newStatusRecorder(ctx context.Context, cancel context.CancelFunc, 
 	return r, records
 }
 
-// The recorder judges a status by Helm's records as they were when the
-// status was written, not when its watch delivered it: a status naming
+// The recorder judges a status by Helm's records as the reconcile that
+// wrote it read them, not when its watch delivered it: a status naming
 // revision 1, written before `helm uninstall` by hand but seen after it,
-// told the truth (the flake of TestViewLaggingHelmStorage in CI, stop 45:
-// "deployedRelease names revision 2; Helm has []"); the same status written
-// after the uninstall lies, and the recorder still says so.
+// told the truth; so did the next one, written after the uninstall by a
+// reconcile that may have read before it (the flake of
+// TestViewLaggingHelmStorage in CI, stops 45 and 46: "deployedRelease names
+// revision 2; Helm has []"); a status written after that one still naming
+// revision 1 lies, and the recorder says so.
 func TestStatusRecorderJudgesAStatusAsOfItsWrite(t *testing.T) {
 	e := newEnv(t, "e2e-recorder", watchOptions{})
 	e.applyNginx("web", nginxPage("one"))
@@ -191,7 +204,9 @@ func TestStatusRecorderJudgesAStatusAsOfItsWrite(t *testing.T) {
 	before := write("written before the uninstall")
 	e.helmByHand(false, "uninstall", "web")
 	r.observe(before) // delivered late
-	after := write("written after the uninstall")
+	read := write("written after the uninstall, read before it")
+	r.observe(read)
+	after := write("written after the uninstall, read after it")
 	r.observe(after)
 
 	r.mu.Lock()
@@ -200,10 +215,14 @@ func TestStatusRecorderJudgesAStatusAsOfItsWrite(t *testing.T) {
 	for _, s := range r.seen {
 		byRV[s.rv] = s.violation
 	}
-	t.Logf("revision %d; before the uninstall (rv %s): %q; after it (rv %s): %q",
-		rev, before.GetResourceVersion(), byRV[before.GetResourceVersion()], after.GetResourceVersion(), byRV[after.GetResourceVersion()])
+	t.Logf("revision %d; before the uninstall (rv %s): %q; read before it (rv %s): %q; after it (rv %s): %q",
+		rev, before.GetResourceVersion(), byRV[before.GetResourceVersion()], read.GetResourceVersion(), byRV[read.GetResourceVersion()],
+		after.GetResourceVersion(), byRV[after.GetResourceVersion()])
 	if v := byRV[before.GetResourceVersion()]; v != "" {
 		t.Errorf("a status written before the uninstall and seen after it was taken for a lie: %s", v)
+	}
+	if v := byRV[read.GetResourceVersion()]; v != "" {
+		t.Errorf("a status written after the uninstall by a reconcile that may have read before it was taken for a lie: %s", v)
 	}
 	if v := byRV[after.GetResourceVersion()]; !strings.Contains(v, fmt.Sprintf("deployedRelease names revision %d; Helm has []", rev)) {
 		t.Errorf("a status written after the uninstall naming revision %d was not caught: %q", rev, v)

@@ -111,7 +111,11 @@ func (w *viewWindow) close(e *env, want string) {
 // seenStatus is one version of a resource's status, as a watch delivered
 // it, with what was wrong with it when it was seen.
 type seenStatus struct {
-	uid, rv   string
+	uid, rv string
+	// since is the resourceVersion of the status written before this one:
+	// the reconcile that wrote this one read Helm after it
+	// (views_records_test.go).
+	since     string
 	gen, obs  int64
 	ready     bool // Ready=True at the generation
 	revision  int64
@@ -123,8 +127,9 @@ type seenStatus struct {
 // writes (a version whose status differs from the one before it), when it
 // is seen:
 //
-//   - its deployedRelease names a revision Helm has (or had when the status
-//     was written: views_records_test.go);
+//   - its deployedRelease names a revision Helm has (or had after the
+//     status written before it, when the reconcile that wrote it read
+//     Helm: views_records_test.go);
 //   - Ready=True at the generation only if that revision's values carry the
 //     spec's page.title (the spec of this resource, not of an earlier one
 //     of the same name).
@@ -134,6 +139,8 @@ type statusRecorder struct {
 	mu   sync.Mutex
 	seen []seenStatus
 	last map[string]string // uid → the status JSON seen last
+	// lastRV is, by uid, the resourceVersion of the status written last.
+	lastRV map[string]string
 	// deleted are the release's records deleted since the recording began
 	// (views_records_test.go).
 	deleted []deletedRecord
@@ -170,12 +177,16 @@ func (r *statusRecorder) observe(u *unstructured.Unstructured) {
 	r.mu.Lock()
 	prev, known := r.last[uid]
 	r.last[uid] = string(st)
+	since := r.lastRV[uid]
+	if !known || prev != string(st) {
+		r.lastRV[uid] = u.GetResourceVersion()
+	}
 	r.mu.Unlock()
 	n := &nginx{}
 	if err := fromUnstructured(u, n); err != nil {
 		return
 	}
-	s := seenStatus{uid: uid, rv: u.GetResourceVersion(), gen: n.Metadata.Generation, obs: n.Status.ObservedGeneration,
+	s := seenStatus{uid: uid, rv: u.GetResourceVersion(), since: since, gen: n.Metadata.Generation, obs: n.Status.ObservedGeneration,
 		ready: n.is(typeReady, metav1.ConditionTrue)}
 	s.revision, _, _ = unstructured.NestedInt64(u.Object, "status", "deployedRelease", "revision")
 	s.title, _, _ = unstructured.NestedString(u.Object, "spec", "page", "title")
