@@ -71,9 +71,11 @@ func TestValuesFromSecretEditUpgradesOnce(t *testing.T) {
 	if h := e.helmHistory("web"); len(h) != 2 || h[1].Status != "deployed" || !strings.Contains(h[1].Description, cause) || !strings.Contains(h[1].Description, "→"+rv) {
 		e.fatalf("helm history %+v, want exactly 2 revisions, the second deployed and described %q…→%s", h, cause, rv)
 	}
-	if got := e.kubectl("get", "nginx", "web", "-o", "jsonpath={.status.history[0].revision} {.status.history[0].causes}"); !strings.HasPrefix(got, "2 ") ||
-		!strings.Contains(got, cause) || !strings.Contains(got, "→"+rv) {
-		e.fatalf("status.history[0] %q, want revision 2 caused by %q…→%s", got, cause, rv)
+	causes := func() string {
+		return e.kubectl("get", "nginx", "web", "-o", `jsonpath={.status.history[0].revision}{range .status.history[0].causes[*]}; {.type}: {.detail}{end}`)
+	}
+	if got := causes(); !strings.HasPrefix(got, "2; ") || !strings.Contains(got, cause) || !strings.Contains(got, "→"+rv) || strings.Count(got, ";") != 1 {
+		e.fatalf("status.history[0] %q, want revision 2 caused by %q…→%s alone", got, cause, rv)
 	}
 
 	// One `kubectl apply` of the resource (a new spec) and the Secret (a new
@@ -85,7 +87,7 @@ func TestValuesFromSecretEditUpgradesOnce(t *testing.T) {
 	})
 	e.waitCondition("web", typeReady)
 	rv3 := e.kubectl("get", "secret", "db", "-o", "jsonpath={.metadata.resourceVersion}")
-	if got := e.kubectl("get", "nginx", "web", "-o", "jsonpath={.status.history[0].revision} {.status.history[0].causes}"); !strings.HasPrefix(got, "3 ") ||
+	if got := causes(); !strings.HasPrefix(got, "3; ") ||
 		!strings.Contains(got, "SpecChanged: generation 1→2") || !strings.Contains(got, cause+rv+"→"+rv3) {
 		e.fatalf("status.history[0] %q, want revision 3 caused by both the spec (generation 1→2) and the Secret (%s→%s)", got, rv, rv3)
 	}
