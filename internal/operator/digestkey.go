@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -98,13 +100,17 @@ func digestKey(ctx context.Context, cl client.Client, ns string, log logr.Logger
 	}
 }
 
-// newDigestKey is digestKey in the operator's namespace, read or made with
-// a client of restConfig before the manager starts.
+// newDigestKey is digestKey in the operator's namespace, read or made
+// before the manager starts, with a client over the manager's HTTP client
+// and REST mapper: a client of its own would read discovery (/api, /apis)
+// once more at every start.
 func newDigestKey(mgr interface {
 	GetConfig() *rest.Config
 	GetScheme() *runtime.Scheme
+	GetHTTPClient() *http.Client
+	GetRESTMapper() meta.RESTMapper
 }, c Config, log logr.Logger) (release.DigestKey, error) {
-	cl, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	cl, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, err
 	}
