@@ -85,7 +85,7 @@ func (r *Runner) runOwn(act string, submit func(last func(run func() error) erro
 	err := submit(func(run func() error) error {
 		start := time.Now()
 		runErr = run()
-		if !r.refusedFromAssumedNone(runErr) {
+		if !r.refusedAsStale(runErr) {
 			// A refused first write is no action (see observeNone).
 			r.Actions.observed(r.Owner.Kind, act, start, runErr)
 		}

@@ -161,8 +161,9 @@ func (p *Pass) Wrote() bool {
 // described.
 //
 // A pass whose view of Helm's records lagged behind Helm's storage, found
-// before anything was applied (no history assumed but revision 1 exists; a
-// StaleView before a re-apply), observes again with a list and goes on once.
+// before anything was applied (the revision an install or upgrade was to
+// write exists; a StaleView before a re-apply), observes again with a list
+// and goes on once.
 func Reconcile(ctx context.Context, req PassRequest) *Pass {
 	p := &Pass{}
 	p.Err = p.run(ctx, req)
@@ -185,11 +186,13 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	}
 	err = p.act(ctx, r, req, before)
 	if errors.Is(err, errAssumedWrong) || isStale(err) {
-		// The metadata cache of Helm's records was behind Helm's storage,
-		// and nothing was applied: either it showed no record of the
-		// release and Helm's install stopped when the API server refused its
-		// revision 1 (it exists), or a re-apply found, before writing, that
-		// the revision it restores is no longer the latest (StaleView).
+		// The view of Helm's records was behind Helm's storage, and
+		// nothing was applied: Helm's install or upgrade stopped when the
+		// API server refused the record of its revision (it exists: the
+		// metadata cache showed no record of the release, or someone wrote
+		// that revision since the observation — a `helm upgrade` by hand
+		// landing first), or a re-apply found, before writing, that the
+		// revision it restores is no longer the latest (StaleView).
 		// Observe with a list and go on from what is there, as a pass over a
 		// current cache would have; nothing of the refused attempt is
 		// reported (its progress message is replaced by the next one's).
@@ -197,7 +200,7 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 			req.Memo.Forget(obj.GetNamespace(), obj.GetName())
 		}
 		*p = Pass{}
-		r.assumedNone = false
+		r.assumedNone, r.reobserved = false, true
 		if before, err = r.Observe(); err != nil {
 			return err
 		}

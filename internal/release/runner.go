@@ -164,6 +164,9 @@ type Runner struct {
 	// the metadata cache showed, without listing its history (see
 	// observeNone).
 	assumedNone bool
+	// reobserved: the pass observed again after a stale view (Pass.run);
+	// an action refused as existing is then reported (refusedAsStale).
+	reobserved bool
 	// description is the causes of the revision the run makes, in one
 	// line: Helm's description of an install's or upgrade's revision.
 	description string
@@ -278,8 +281,8 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
-	if r.refusedFromAssumedNone(err) {
-		// Not the action's failure: the observation was wrong (Pass.run
+	if r.refusedAsStale(err) {
+		// Not the action's failure: the observation was stale (Pass.run
 		// observes again). Nothing is read back or reported.
 		return Result{}, errAssumedWrong
 	}
@@ -373,17 +376,21 @@ func (r *Runner) running(ctx context.Context, act string, run func(context.Conte
 	if err == nil {
 		return nil, nil
 	}
-	if r.refusedFromAssumedNone(err) {
+	if r.refusedAsStale(err) {
 		r.Actions.wroteNothing(ra)
 	}
 	return r.Actions.preemptedBy(ra), err
 }
 
-// refusedFromAssumedNone tells whether err is Helm's install refused at its
-// first write (its revision exists) after the observation assumed the
-// release had no record (observeNone): Helm wrote and applied nothing.
-func (r *Runner) refusedFromAssumedNone(err error) bool {
-	return r.assumedNone && errors.Is(err, driver.ErrReleaseExists)
+// refusedAsStale tells whether err is Helm's install or upgrade refused at
+// its first write, the record of the revision it was to write, because
+// that record exists: someone wrote it after the pass observed the release
+// (a `helm upgrade` by hand landing first, or a metadata cache behind the
+// API server; see observeNone). Helm wrote and applied nothing: the view
+// was stale, not the action wrong, and the pass observes again and acts
+// once more (Pass.run). A refusal after that is the action's failure.
+func (r *Runner) refusedAsStale(err error) bool {
+	return !r.reobserved && errors.Is(err, driver.ErrReleaseExists)
 }
 
 // GraceContext returns a context that is cancelled grace after ctx is, or
