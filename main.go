@@ -72,6 +72,7 @@ func main() {
 	}
 	log := ctrl.Log.WithName("setup")
 	c.WatchNamespaces = operator.ParseNamespaces(os.Getenv("WATCH_NAMESPACE"))
+	c.OperatorNamespace = os.Getenv("POD_NAMESPACE")
 
 	// A bad watches file stops the operator before anything else, with a
 	// message naming the entry and the field.

@@ -66,6 +66,10 @@ type Config struct {
 	// short hash of the selector is appended (sharding.go).
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	// OperatorNamespace is the operator's own namespace (POD_NAMESPACE),
+	// where the key of the values digests is kept (digestkey.go); empty
+	// means the leader election namespace, else the pod's namespace.
+	OperatorNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
 	// (leaderelection.go); zero means controller-runtime's 15s, 10s and 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -215,7 +219,11 @@ func New(restConfig *rest.Config, c Config, ws []watches.Watch) (ctrl.Manager, e
 	if err != nil {
 		return nil, err
 	}
-	svc, err := newServices(mgr, c, ws, sh, namespaces)
+	key, err := newDigestKey(mgr, c, log.WithName("digestkey"))
+	if err != nil {
+		return nil, err
+	}
+	svc, err := newServices(mgr, c, ws, sh, namespaces, key)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +338,7 @@ type services struct {
 }
 
 // newServices builds the services of mgr for the watches ws.
-func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, namespaces map[string]cache.Config) (*services, error) {
+func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, namespaces map[string]cache.Config, key release.DigestKey) (*services, error) {
 	// Helm's actions act as each resource's identity; its storage, the
 	// resources, events and caches stay the operator's (tenancy.go). Each
 	// kind's releases are stored as its watch says (internal/storage, storage.Mapper).
@@ -371,6 +379,10 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 	getter = pass.getter(getter)
 
 	depCache, err := dependentCache(mgr, namespaces, sh.and(dependents.Selector()), ws)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := sourcesCache(mgr, namespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -444,6 +456,7 @@ func newServices(mgr ctrl.Manager, c Config, ws []watches.Watch, sh shard, names
 		ShutdownGrace: c.ShutdownGrace, Actions: actions, Tenure: tenure, Writes: writes,
 		Records: recordsView, Memo: memo, RetryBase: c.RetryBase, RetryMax: c.RetryMax,
 		Reporter: rec, Access: access, Writers: ids.writer, Subresources: subresources,
+		Sources: sources, DigestKey: key,
 	})
 	if err != nil {
 		return nil, err
@@ -524,6 +537,9 @@ func kindOf(w watches.Watch, c Config) reconciler.Kind {
 		Identity:      policyOf(w, c),
 		Scope:         scopeOf(w),
 		Drift:         driftOf(w),
+		ValuesFrom:    valuesFromOf(w),
+		// Redacted beside what the chart's schema marks secret.
+		SensitiveValues: w.SensitiveValues,
 	}
 }
 

@@ -104,6 +104,19 @@ func TestRolloutStagesChartUpgrades(t *testing.T) {
 	waitOnChart(t, c, ns, names, "0.2.0")
 	stop()
 	wantRevisions(t, ns, revisions(names, 2))
+	// Each revision 2 says why: the chart, admitted by the rollout (issue 42).
+	for _, name := range names {
+		u, err := tu.Get(t, c, tu.EchoGVK, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, _ := unstructured.NestedSlice(u.Object, "status", "history")
+		want := "ChartChanged: chart 0.1.0→0.2.0, admitted by the staged rollout"
+		if len(h) == 0 || fmt.Sprint(h[0].(map[string]any)["revision"]) != "2" ||
+			fmt.Sprint(h[0].(map[string]any)["causes"]) != fmt.Sprint([]any{map[string]any{"type": "ChartChanged", "detail": strings.TrimPrefix(want, "ChartChanged: ")}}) {
+			t.Errorf("%s: status.history %v, want revision 2 first with %q", name, h, want)
+		}
+	}
 	if got := maxInFlight(t, ctx, c, ns, names, 2); got > 5 || got < 1 {
 		t.Errorf("%d upgrades were in flight at once, want 1 to 5", got)
 	}

@@ -244,3 +244,149 @@ func TestStaleRecordsCacheDoesNotUnlockAnInstallUnderWay(t *testing.T) {
 		t.Errorf("the CLI's revision 1 under way is now %s: %s", r.Info.Status, r.Info.Description)
 	}
 }
+
+// collision is a `helm upgrade` by hand that lands just before the
+// operator's first create of record key: its revision (the one before it
+// superseded, the values "by hand") is written by Helm's own Secrets
+// driver, cli, and the API server then refuses the operator's create as
+// existing.
+type collision struct {
+	cli  driver.Driver
+	key  string
+	mu   sync.Mutex
+	done bool
+	err  error
+}
+
+// collidingCreates is the operator's real storage driver, with c's
+// collision at its create of c.key; it passes release.NoHistoryAssumer
+// down.
+type collidingCreates struct {
+	driver.Driver
+	c *collision
+}
+
+func (d *collidingCreates) Create(key string, rls *release.Release) error {
+	c := d.c
+	c.mu.Lock()
+	first := key == c.key && !c.done
+	c.done = c.done || first
+	c.mu.Unlock()
+	if first {
+		if err := c.byHand(rls.Name, rls.Version); err != nil {
+			c.mu.Lock()
+			c.err = err
+			c.mu.Unlock()
+		}
+	}
+	return d.Driver.Create(key, rls)
+}
+
+func (d *collidingCreates) AssumeNoHistory(name string) bool {
+	a, ok := d.Driver.(rel.NoHistoryAssumer)
+	return ok && a.AssumeNoHistory(name)
+}
+
+// byHand writes what `helm upgrade name --set message="by hand"` writes:
+// revision version, deployed, and the one before it superseded.
+func (c *collision) byHand(name string, version int) error {
+	prevKey := fmt.Sprintf("sh.helm.release.v1.%s.v%d", name, version-1)
+	prev, err := c.cli.Get(prevKey)
+	if err != nil {
+		return err
+	}
+	next := *prev
+	next.Version = version
+	next.Config = map[string]any{"message": "by hand"}
+	next.Info = &release.Info{FirstDeployed: prev.Info.FirstDeployed, LastDeployed: helmtime.Now(), Status: release.StatusDeployed,
+		Description: "by hand"}
+	if err := c.cli.Create(c.key, &next); err != nil {
+		return err
+	}
+	prev.Info.Status = release.StatusSuperseded
+	return c.cli.Update(prevKey, prev)
+}
+
+func (c *collision) happened() (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done, c.err
+}
+
+// An upgrade whose revision someone else wrote between the operator's read
+// and its write (a `helm upgrade` by hand, landing first) is refused by the
+// API server at Helm's first write, before anything is applied: the
+// operator's view was stale, not its upgrade wrong. The reconcile reads the
+// history again and goes on from it in the same pass: the revision by hand
+// is undone by an upgrade to the spec (revision 3), and nothing of the
+// refused attempt shows — no UpgradeFailed event, no failed revision, no
+// failure condition.
+func TestUpgradeCollidingWithARevisionByHandIsRunAgain(t *testing.T) {
+	ctx := context.Background()
+	c := tu.Client(t, cfg)
+	ns := tu.Namespace(t, c, "collide")
+	helm := driver.NewSecrets(secretsClient(t, ns))
+	hand := &collision{cli: helm, key: "sh.helm.release.v1.web.v2"}
+	operatortest.Start(t, cfg, tu.DefaultWatches(t), []string{ns}, func(c *operator.Config) {
+		c.WrapStorage = func(d driver.Driver) driver.Driver { return &collidingCreates{Driver: d, c: hand} }
+	})
+	if err := c.Create(ctx, tu.NewCR(tu.EchoGVK, ns, "web", map[string]any{"message": "one"})); err != nil {
+		t.Fatal(err)
+	}
+	tu.WaitForCondition(t, c, tu.EchoGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
+	u, err := tu.Get(t, c, tu.EchoGVK, ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, "two", "spec", "message"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	u = tu.WaitForCondition(t, c, tu.EchoGVK, ns, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonUpgradeSuccessful)
+
+	if done, err := hand.happened(); !done || err != nil {
+		t.Fatalf("the upgrade by hand did not land before the operator's create (%v): the test proves nothing", err)
+	}
+	if rev, _, _ := unstructured.NestedInt64(u.Object, "status", "deployedRelease", "revision"); rev != 3 {
+		t.Errorf("deployedRelease.revision %d, want 3: the spec over the revision by hand", rev)
+	}
+	conds, _, _ := unstructuredConditions(u)
+	for _, cond := range conds {
+		if cond.Type == status.TypeReleaseFailed && cond.Status == metav1.ConditionTrue {
+			t.Errorf("condition %s=%s reason %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	if f, ok, _ := unstructured.NestedMap(u.Object, "status", "failedRelease"); ok {
+		t.Errorf("status.failedRelease %v: the refused attempt was no failure of the release", f)
+	}
+	hist, err := helm.Query(map[string]string{"name": "web", "owner": "helm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]string{}
+	for _, r := range hist {
+		got[r.Version] = fmt.Sprintf("%s %v %s", r.Info.Status, r.Config["message"], r.Info.Description)
+	}
+	if len(got) != 3 || !strings.HasPrefix(got[1], "superseded one") || got[2] != "superseded by hand by hand" || !strings.HasPrefix(got[3], "deployed two") {
+		t.Errorf("Helm's history %v, want 1 superseded (one), 2 superseded (by hand), 3 deployed (two)", got)
+	}
+	var events corev1.EventList
+	tu.Eventually(t, 30*time.Second, "the ForeignRevision event of the revision by hand", func() (bool, string) {
+		if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "web" && e.Reason == "ForeignRevision" {
+				return true, ""
+			}
+		}
+		return false, "none yet"
+	})
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == "web" && e.Type == corev1.EventTypeWarning && e.Reason != "ForeignRevision" {
+			t.Errorf("Warning event %s: %s", e.Reason, e.Message)
+		}
+	}
+}

@@ -162,14 +162,14 @@ func (a *accessReviewer) review(ctx context.Context, id release.Identity, p rele
 	if ok && a.now().Before(ans.until) {
 		return ans.allowed, nil
 	}
-	v, err, _ := a.flight.Do(fmt.Sprintf("%s|%s|%s|%s|%s", key.user, p.Verb, p.Group, p.Resource, p.Namespace), func() (any, error) {
+	v, err, _ := a.flight.Do(fmt.Sprintf("%s|%s|%s|%s|%s|%s", key.user, p.Verb, p.Group, p.Resource, p.Namespace, p.Name), func() (any, error) {
 		c, err := a.client(id)
 		if err != nil {
 			return false, err
 		}
 		r, err := c.Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource}},
+				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Name: p.Name}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			return false, fmt.Errorf("asking whether %s may %s: %w", id, p.What(), err)

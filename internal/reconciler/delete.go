@@ -101,7 +101,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured,
 		// A record rewritten in place is never described as deployed.
 		if runner != nil && !release.IsStalledBy(err, status.ReasonReleaseRecordInvalid) {
 			if st, obsErr := release.Observe(runner.Client, runner.Name); obsErr == nil {
-				out.DeployedKnown, out.Deployed = true, release.Describe(st.Deployed)
+				out.DeployedKnown, out.Deployed = true, release.Describe(st.Deployed, runner.DigestKey)
 			}
 		}
 		return false, err

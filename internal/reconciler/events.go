@@ -54,6 +54,10 @@ const (
 	// (`would violate PodSecurity ...`, a deprecated API); one event per
 	// distinct warning, naming the objects it was about.
 	EventAPIWarning = "APIWarning"
+	// EventNondeterministicRender (Warning): before an install or upgrade
+	// the chart rendered twice with the same values and chart gave
+	// different templates (randAlphaNum, now); the note names them.
+	EventNondeterministicRender = "NondeterministicRender"
 	// EventOutOfScope (Warning): a manifest, rendered or read back from a
 	// record, holds an object outside the release's scope; nothing of it
 	// was applied. The note names the object (and the record).
@@ -93,6 +97,11 @@ func (r *Reconciler) stepEvents(obj *unstructured.Unstructured, prev status.Stat
 		}
 		r.skippedEvent(obj, obj.GetName(), res.Skipped)
 		r.crdsEvent(obj, res.Action, res.CRDsApplied)
+		if len(res.Nondeterministic) > 0 {
+			r.svc.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventNondeterministicRender, res.Action, "%s", status.Bound(fmt.Sprintf(
+				"The chart renders differently on each run with the same values (templates %s): the revision holds one render, and the release is upgraded only when the values or the chart change",
+				strings.Join(res.Nondeterministic, ", ")), maxEventNote))
+		}
 		if res.Unlocked != nil {
 			r.unlockedEvent(obj, res.Unlocked)
 		}

@@ -38,6 +38,9 @@ type retryGate struct {
 	// the changes to its namespace's RBAC seen since (see rbac.go).
 	refusals    map[types.UID]refusalCount
 	rbacChanges map[types.UID]uint64
+	// sourceChanges counts, per resource, the changes to the Secrets and
+	// ConfigMaps its valuesFrom references (values.go).
+	sourceChanges map[types.UID]uint64
 	// pending holds the statuses that could not be written (keepUnwritten).
 	pending map[types.UID]unwrittenStatus
 }
@@ -56,6 +59,9 @@ type verdictInputs struct {
 	// rbacChanges is the count of RBAC changes seen while refused
 	// (retryGate.rbacChanges).
 	rbacChanges uint64
+	// sourceChanges is the count of changes to referenced objects
+	// (retryGate.sourceChanges).
+	sourceChanges uint64
 }
 
 // heldRetry is the retry a failed resource waits for.
@@ -79,7 +85,8 @@ func (g *retryGate) wait(uid types.UID, inputs verdictInputs, now time.Time) (bo
 	case h.until.IsZero():
 		// Out of retries: held until the spec or the retry annotation changes.
 		return true, 0
-	case h.inputs.annotations != inputs.annotations || h.inputs.foreignWrites != inputs.foreignWrites || h.inputs.rbacChanges != inputs.rbacChanges:
+	case h.inputs.annotations != inputs.annotations || h.inputs.foreignWrites != inputs.foreignWrites || h.inputs.rbacChanges != inputs.rbacChanges ||
+		h.inputs.sourceChanges != inputs.sourceChanges:
 		return false, 0
 	case !now.Before(h.until):
 		return false, 0
@@ -145,6 +152,7 @@ func (g *retryGate) forget(uid types.UID) {
 	delete(g.foreignWrites, uid)
 	delete(g.refusals, uid)
 	delete(g.rbacChanges, uid)
+	delete(g.sourceChanges, uid)
 }
 
 // refusalCount is what the gate keeps of a resource whose action was
@@ -208,6 +216,24 @@ func (g *retryGate) rbacChanged(namespace string) []types.NamespacedName {
 	return keys
 }
 
+// sourceChanged counts a change to an object the resource's valuesFrom
+// references: it ends the resource's backoff (a missing Secret created is
+// read at once).
+func (g *retryGate) sourceChanged(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sourceChanges == nil {
+		g.sourceChanges = map[types.UID]uint64{}
+	}
+	g.sourceChanges[uid]++
+}
+
+func (g *retryGate) sourceChangesSeen(uid types.UID) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sourceChanges[uid]
+}
+
 func (g *retryGate) rbacChangesSeen(uid types.UID) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -257,5 +283,5 @@ func (r *Reconciler) inputsOf(obj *unstructured.Unstructured) verdictInputs {
 	ann := obj.GetAnnotations()
 	return verdictInputs{generation: obj.GetGeneration(), retry: ann[release.AnnotationRetry],
 		annotations: release.SteeringAnnotations(ann), foreignWrites: r.gate.foreignWritesSeen(obj.GetUID()),
-		rbacChanges: r.gate.rbacChangesSeen(obj.GetUID())}
+		rbacChanges: r.gate.rbacChangesSeen(obj.GetUID()), sourceChanges: r.gate.sourceChangesSeen(obj.GetUID())}
 }

@@ -55,9 +55,10 @@ func TestHelm4CLIReadsTheOperatorsReleases(t *testing.T) {
 		Status, Description string
 	}
 	e.helm4JSON(&hist, "history", "web")
-	if len(hist) != 2 || hist[0].Revision != 1 || hist[0].Status != "superseded" || hist[0].Description != "Install complete" ||
-		hist[1].Revision != 2 || hist[1].Status != "deployed" || hist[1].Description != "Upgrade complete" {
-		t.Errorf("helm 4 history: %+v, want revision 1 superseded (Install complete), 2 deployed (Upgrade complete)", hist)
+	// The descriptions are the operator's causes of each revision (issue 42).
+	if len(hist) != 2 || hist[0].Revision != 1 || hist[0].Status != "superseded" || !strings.HasPrefix(hist[0].Description, "SpecChanged: resource created at generation 1") ||
+		hist[1].Revision != 2 || hist[1].Status != "deployed" || !strings.HasPrefix(hist[1].Description, "SpecChanged: generation 1→2") {
+		t.Errorf("helm 4 history: %+v, want revision 1 superseded (SpecChanged: resource created ...), 2 deployed (SpecChanged: generation 1→2 ...)", hist)
 	}
 
 	var st struct {
@@ -66,8 +67,8 @@ func TestHelm4CLIReadsTheOperatorsReleases(t *testing.T) {
 		Info            struct{ Status, Description string }
 	}
 	e.helm4JSON(&st, "status", "web")
-	if st.Name != "web" || st.Namespace != e.ns || st.Version != 2 || st.Info.Status != "deployed" || st.Info.Description != "Upgrade complete" {
-		t.Errorf("helm 4 status: %+v, want web revision 2 deployed (Upgrade complete)", st)
+	if st.Name != "web" || st.Namespace != e.ns || st.Version != 2 || st.Info.Status != "deployed" || !strings.HasPrefix(st.Info.Description, "SpecChanged: generation 1→2") {
+		t.Errorf("helm 4 status: %+v, want web revision 2 deployed (SpecChanged: generation 1→2 ...)", st)
 	}
 	text := e.helm4("status", "web")
 	for _, want := range []string{"NAME: web", "NAMESPACE: " + e.ns, "STATUS: deployed", "REVISION: 2"} {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
@@ -80,6 +81,12 @@ type Kind struct {
 	// Drift is what a re-apply does with drift (watches.yaml drift;
 	// release.DriftPolicy).
 	Drift release.DriftPolicy
+	// ValuesFrom are the watch's references (watches.yaml valuesFrom),
+	// merged before each resource's own valuesFrom.
+	ValuesFrom []release.ValuesReference
+	// SensitiveValues are the watch's paths of secret values (watches.yaml
+	// sensitiveValues), redacted beside those the chart's schema marks.
+	SensitiveValues []string
 }
 
 // Services are what every reconciler of the process shares, built once
@@ -154,6 +161,14 @@ type Services struct {
 	// Writers gives the client that writes as one (identity.go).
 	Access  release.Reviewer
 	Writers func(release.Identity) (client.Client, error)
+	// Sources is the cache through which the Secrets and ConfigMaps of the
+	// watched namespaces are watched by their metadata, started only once a
+	// resource has valuesFrom (values.go); nil: their changes are seen at
+	// the next reconcile only.
+	Sources cache.Cache
+	// DigestKey keys deployedRelease.valuesDigest (release.DigestKey); nil
+	// means a random key of this process alone.
+	DigestKey release.DigestKey
 
 	// release is the part of these services a release's run uses, built
 	// from them by NewServices.
@@ -180,7 +195,7 @@ func NewServices(s Services) (*Services, error) {
 		s.RetryMax = 5 * time.Minute
 	}
 	s.release = release.NewServices(release.Services{Kube: s.Client, KubeReader: s.Reader, Live: s.Live, Access: s.Access,
-		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace})
+		Actions: s.Actions, Tenure: s.Tenure, Now: s.Now, ShutdownGrace: s.ShutdownGrace, DigestKey: s.DigestKey})
 	s.Now, s.Actions, s.Tenure = s.release.Now, s.release.Actions, s.release.Tenure
 	return &s, nil
 }

@@ -135,6 +135,7 @@ func TestReleaseMadeWithTheHelmCLI(t *testing.T) {
 		t.Errorf("deployedRelease.revision = %v, want 2: the adopted release is upgraded to the resource's values", rev)
 	}
 	e.waitEvent(cr, corev1.EventTypeNormal, reconciler.EventReleaseAdopted)
+	e.wantRevisionCauses(u, 2, status.ActionUpgrade, "deployed", false, "Adopted: the release had no owner", "SpecChanged: generation 1, values keys ")
 	h := history(t, e.ns, "cli")
 	if len(h) != 2 || h[1].Labels[release.LabelOwnerUID] != string(cr.GetUID()) {
 		t.Errorf("history after adoption: %d revisions, latest labels %v", len(h), h[len(h)-1].Labels)

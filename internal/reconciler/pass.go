@@ -16,7 +16,7 @@ import (
 // release package runs it, in its order; this reconciler takes part only
 // where the user must see something while it runs (the progress status, the
 // events of each step as it ends) and where the kind's rollout answers.
-func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor) *release.Pass {
+func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, prev status.Status, out *status.Outcome, redactor status.Redactor, values readValues) *release.Pass {
 	req := release.PassRequest{
 		NewRunner: func() (*release.Runner, error) {
 			runner, err := r.runner(ctx, obj, prev)
@@ -26,9 +26,9 @@ func (r *Reconciler) pass(ctx context.Context, obj *unstructured.Unstructured, p
 			return runner, err
 		},
 		Object:         obj,
-		OverrideValues: r.kind.OverrideValues,
-		Records:        r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
-		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest,
+		OverrideValues: r.kind.OverrideValues, ValuesSources: values.sources, ValuesSourcesErr: values.err,
+		Records: r.svc.Records, RecordIndex: RecordIndex, Memo: r.svc.Memo,
+		Tests: r.kind.Tests, HandledTest: prev.LastHandledTest, Previous: prev,
 		Hooks: release.PassHooks{
 			Announce: func(msg string, deployed *status.DeployedRelease, foreign *release.Foreign) func() {
 				return r.announcePlan(ctx, obj, prev, *out, msg, deployed, foreign)
@@ -69,6 +69,7 @@ func record(out *status.Outcome, p *release.Pass, redactor status.Redactor) {
 	}
 	if p.Ran {
 		out.Action, out.DeployedBy, out.ActionSucceeded = p.Result.Action, p.Result.DeployedBy, p.Result.Succeeded
+		out.History, out.Nondeterministic = p.History, p.Result.Nondeterministic
 	}
 	if p.Ran && p.Result.DriftChecked {
 		out.DriftChecked, out.Drift = true, p.Result.Drift
@@ -100,12 +101,12 @@ func (r *Reconciler) outcome(ctx context.Context, obj *unstructured.Unstructured
 	err := p.Err
 	switch {
 	case err == nil:
-		err = r.judgeReadiness(ctx, obj, p.Result.State, out)
+		err = r.judgeReadiness(ctx, obj, p.Result.State, out, redactor)
 	case p.Ran && p.Result.Observed:
 		// The deployed revision's objects still run and matter: their
 		// readiness is judged on the failure paths too, so that the
 		// verdict is never an old one passed off as current.
-		if rerr := r.judgeReadiness(ctx, obj, p.Result.State, out); rerr != nil {
+		if rerr := r.judgeReadiness(ctx, obj, p.Result.State, out, redactor); rerr != nil {
 			ctrl.LoggerFrom(ctx).V(1).Info("Judging readiness after a failure failed", "error", rerr.Error())
 		}
 	}

@@ -121,14 +121,17 @@ func TestGenerationsAndTransitions(t *testing.T) {
 	}
 }
 
-// A secret in a resource's values appears in no status field, no event and no
-// info-level log line, even when the API server quotes it in an error; chart
+// A secret in a resource's values (from a Secret: issue 42 made the spec a
+// place for what is not secret, shown in messages) appears in no status
+// field, no event and no info-level log line, even when the API server
+// quotes it in an error, while the spec's value beside it is shown; chart
 // NOTES and manifests never reach status either.
 func TestValuesNotesAndManifestsStayInTheCluster(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const secret = "s3cr3t-T0ken-0f-the-day"
-	cr := e.create(tu.NginxGVK, "web", map[string]any{"page": map[string]any{"body": secret}})
+	e.putSecret("page", map[string]string{"values.yaml": "page:\n  body: " + secret + "\n"})
+	cr := e.createWithValuesFrom("web", map[string]any{"replicaCount": int64(1)}, map[string]any{"kind": "Secret", "name": "page"})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, "")
 
 	// A policy whose denial quotes the ConfigMap's data, secret included.
@@ -141,8 +144,8 @@ func TestValuesNotesAndManifestsStayInTheCluster(t *testing.T) {
 	e.patchSpec(tu.NginxGVK, "web", map[string]any{"page": map[string]any{"title": "New title"}})
 	u := e.wait(tu.NginxGVK, "web", status.TypeReleaseFailed, metav1.ConditionTrue, status.ReasonUpgradeError)
 	msg := conditionMessage(u, status.TypeReleaseFailed)
-	if !strings.Contains(msg, "refusing page") || !strings.Contains(msg, status.RedactedMark) {
-		t.Errorf("the denial should be reported with the value redacted; got %q", msg)
+	if !strings.Contains(msg, "refusing page") || !strings.Contains(msg, status.RedactedMark) || !strings.Contains(msg, "New title") {
+		t.Errorf("the denial should be reported with the Secret's value redacted and the spec's title shown; got %q", msg)
 	}
 	e.waitEvent(cr, corev1.EventTypeWarning, reconciler.EventUpgradeFailed)
 

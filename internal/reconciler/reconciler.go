@@ -66,6 +66,14 @@ type Reconciler struct {
 	causes *readiness.Causes
 	// finalizers remembers why each resource keeps its finalizer.
 	finalizers finalizerMemo
+	// settle holds back a change of a resource with valuesFrom for
+	// settleWindow (values.go); watchSources starts the metadata watch of
+	// the objects valuesFrom references, once.
+	settle       settler
+	watchSources func()
+	// sensitive are the paths of the values redacted from messages
+	// (release.SensitivePaths of the chart's schema and the watch's list).
+	sensitive []string
 }
 
 // New returns the Reconciler of opts.Kind, or an error naming what is
@@ -84,9 +92,10 @@ func New(opts Options) (*Reconciler, error) {
 		shared: &release.Shared{Services: svc.release, Chart: k.Chart, ChartDigest: release.ChartDigest(k.Chart),
 			MaxHistory: k.MaxHistory, Remediation: k.Remediation, CRDs: k.CRDs, Timeout: k.Timeout, Scope: k.Scope,
 			Drift: k.Drift},
-		status:  status.Writer{Client: svc.Client},
-		tracker: svc.Tracker,
-		causes:  readiness.NewCauses(),
+		status:    status.Writer{Client: svc.Client},
+		tracker:   svc.Tracker,
+		causes:    readiness.NewCauses(),
+		sensitive: release.SensitivePaths(k.Chart.Schema, k.SensitiveValues),
 	}, nil
 }
 
@@ -172,7 +181,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	out.Initialized = true
 
-	pass := r.pass(ctx, obj, prev, &out, redactor)
+	values, redactor := r.valuesSources(ctx, obj, prev, &out, redactor)
+	ctx = ctrl.LoggerInto(ctx, redactor.Logger(log))
+	if values.wait > 0 {
+		out.Held = true // a change settling (values.go): nothing runs yet
+		return ctrl.Result{RequeueAfter: values.wait}, nil
+	}
+	pass := r.pass(ctx, obj, prev, &out, redactor, values)
 	return r.outcome(ctx, obj, prev, &out, pass, redactor, inputs), nil
 }
 
@@ -189,6 +204,7 @@ func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, obj *unstruct
 		r.gate.forget(obj.GetUID())
 		r.foreign.forget(obj.GetUID())
 		r.svc.Warnings.Forget(obj.GetUID())
+		r.settle.forget(obj.GetUID())
 		r.report(obj, status.Status{}, out, true)
 		return
 	}
@@ -326,11 +342,21 @@ func (r *Reconciler) backoff(n int64) time.Duration {
 	return min(d, r.svc.RetryMax)
 }
 
-// redactor hides the resource's spec values and the watch's override values
-// in messages, keeping the names messages need.
+// redactor hides in messages what is secret of the resource's values: the
+// values at the sensitive paths (the chart's schema, the watch's
+// sensitiveValues) and the watch's override values (from the operator's
+// environment), keeping the names messages need. The rest of the spec — a
+// class name, an image, a host the user wrote — is shown: the spec is
+// readable beside the status, and secrets belong in valuesFrom Secrets.
 func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
+	return r.redactorWith(obj, nil)
+}
+
+// redactorWith is redactor that also hides secrets, the values read from
+// Secrets (release.SecretValues).
+func (r *Reconciler) redactorWith(obj *unstructured.Unstructured, secrets map[string]any) status.Redactor {
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-	vals := map[string]any{"spec": spec}
+	vals := map[string]any{"sensitive": release.SensitiveValues(spec, r.sensitive), "secrets": secrets}
 	for k, v := range r.kind.OverrideValues {
 		vals["override:"+k] = v
 	}
@@ -343,7 +369,7 @@ func (r *Reconciler) redactor(obj *unstructured.Unstructured) status.Redactor {
 
 // judgeReadiness judges the readiness of the deployed release's objects and
 // makes sure changes to them reconcile the resource.
-func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstructured, st release.State, out *status.Outcome) error {
+func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstructured, st release.State, out *status.Outcome, redactor status.Redactor) error {
 	if st.Deployed == nil {
 		return nil
 	}
@@ -360,7 +386,7 @@ func (r *Reconciler) judgeReadiness(ctx context.Context, obj *unstructured.Unstr
 	// The cluster's words in the causes are redacted of the resource's values.
 	// The API server's warnings on the action's writes are the cause of
 	// the objects they were about while those are not Current.
-	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: r.redactor(obj),
+	checker := readiness.Checker{Reader: r.svc.Reader, Causes: r.causes, Now: r.svc.Now, Redactor: redactor,
 		Warnings: r.svc.Warnings, Owner: obj.GetUID(), RequireAddresses: r.kind.RequireAddresses,
 		Rules: r.kind.HealthChecks, Subresources: r.svc.Subresources}
 	sum := readiness.Summarize(checker.Check(ctx, refs))

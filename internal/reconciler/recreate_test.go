@@ -20,9 +20,16 @@ import (
 // installs revision 1; a `helm upgrade` by hand then writes revision 2,
 // which is below the old resource's 3 and is still someone else's: the
 // ForeignRevision event says so, and the release is upgraded back.
+//
+// The deletion uninstalls (finalizer: always), so that the resource created
+// again finds no record of the old one, as the scenario needs. Without a
+// finalizer (issue 41's default) the garbage collector deletes the old
+// records only after the resource is gone, and a resource created again at
+// once may still find them: the CI run of stop 46 saw it upgrade them to
+// revision 4.
 func TestForeignRevisionAfterTheResourceIsCreatedAgain(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, quiet)
+	e := newEnvWatching(t, testWatches(t, finalizerAlways), quiet)
 	e.create(tu.NginxGVK, "web", map[string]any{"page": map[string]any{"title": "One"}})
 	e.wait(tu.NginxGVK, "web", status.TypeReady, metav1.ConditionTrue, status.ReasonInstallSuccessful)
 	for i, title := range []string{"Two", "Three"} {

@@ -42,7 +42,9 @@ func leakedPiece(s, v string) string {
 	return ""
 }
 
-// A long secret and a PEM key in a resource's values, quoted by the API
+// A long secret and a PEM key in a resource's values at a path the watch
+// lists as sensitive (sensitiveValues; since issue 42 nothing else of the
+// spec is hidden), quoted by the API
 // server's denial of a failed install whose message the remediation's remedy
 // makes the operator shorten, the secret across the cut and the key
 // flattened by the denial, then quoted raw, newlines and all, by the
@@ -55,7 +57,7 @@ func TestNoValueInStatusEventsOrLogsAcrossTheCut(t *testing.T) {
 		l := zap.New(zap.WriteTo(e.logs), zap.Level(zapcore.Level(-10))) // every V level
 		c.Logger = &l
 	}
-	e.launch(testWatches(t, "installRemediation: uninstall"), []func(*operator.Config){slowRetries, debug})
+	e.launch(testWatches(t, "installRemediation: uninstall", "sensitiveValues: [data]"), []func(*operator.Config){slowRetries, debug})
 
 	key := ecKey(t)
 	secret := "tok-" + strings.Repeat("Zq7vN2xKp9", 140) // 1404 bytes: across every cut

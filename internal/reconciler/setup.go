@@ -71,6 +71,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, selecto
 	if err != nil {
 		return err
 	}
+	if err := r.setupSources(mgr, c, obj); err != nil {
+		return err
+	}
 	if r.dependentCache != nil {
 		if r.tracker == nil {
 			r.tracker = dependents.NewTracker()

@@ -94,6 +94,9 @@ func (e *env) startAs(restCfg *rest.Config, mutate ...func(*operator.Config)) {
 		}
 		ws = tu.WatchesFile(e.t, strings.ReplaceAll(string(b), "\n  watchDependentResources: true", "\n  watchDependentResources: true\n  "+finalizerAlways))
 	}
+	// The ServiceAccount's namespace is the operator's own, where it keeps
+	// its digest key (as a pod's).
+	mutate = append([]func(*operator.Config){func(c *operator.Config) { c.OperatorNamespace = e.ns }}, mutate...)
 	e.startOp = func() func() {
 		return operatortest.Start(e.t, restCfg, ws, []string{e.ns}, e.configure(logger, mutate))
 	}

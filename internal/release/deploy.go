@@ -38,6 +38,7 @@ func (r *Runner) deploy(ctx context.Context, before State, vals map[string]any, 
 	// A chart that does not render here is left to Helm, which renders
 	// again and says what is wrong.
 	rendered, _ := r.render(vals, d.act == status.ActionUpgrade)
+	r.nondeterministic = r.rendersDifferently(rendered, vals, d.act == status.ActionUpgrade)
 	if err := r.renderedInScope(d.act, rendered); err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (r *Runner) runOwn(act string, submit func(last func(run func() error) erro
 	err := submit(func(run func() error) error {
 		start := time.Now()
 		runErr = run()
-		if !r.refusedFromAssumedNone(runErr) {
+		if !r.refusedAsStale(runErr) {
 			// A refused first write is no action (see observeNone).
 			r.Actions.observed(r.Owner.Kind, act, start, runErr)
 		}

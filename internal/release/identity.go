@@ -184,3 +184,9 @@ func IsStalledBy(err error, reason string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.StalledReason == reason
 }
+
+// IsReason tells whether err is an *Error with reason.
+func IsReason(err error, reason string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Reason == reason
+}

@@ -43,6 +43,7 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 					u.MaxHistory = r.maxHistory()
 					u.Labels = r.labels()
 					r.Options.retryInstall(u)
+					r.describe(&u.Description)
 				})
 			}
 			return r.runInstall(ctx, vals, func(i *action.Install) {
@@ -52,6 +53,7 @@ func (r *Runner) install(ctx context.Context, plan Plan, before State, vals map[
 				i.SkipCRDs = true
 				i.Labels = r.labels()
 				r.Options.install(i)
+				r.describe(&i.Description)
 			})
 		},
 	})

@@ -31,6 +31,12 @@ type PassRequest struct {
 	Object *unstructured.Unstructured
 	// OverrideValues are the watch's override values (watches.yaml).
 	OverrideValues map[string]string
+	// ValuesSources are the references of valuesFrom as the caller read
+	// them (ReadValuesSources), merged under the spec (MergeValues).
+	ValuesSources []ValuesSource
+	// ValuesSourcesErr is the failure to read them: the pass ends with it
+	// where it needs the values, once it has observed the release.
+	ValuesSourcesErr error
 	// Records, with Memo, is the metadata cache of Helm's release records,
 	// indexed by RecordIndex (release name): a settled release is then
 	// observed without a request (Runner.ObserveSettled). Without them the
@@ -38,6 +44,10 @@ type PassRequest struct {
 	Records     client.Reader
 	RecordIndex string
 	Memo        *Memo
+	// Previous is the resource's status before the pass: the causes of a
+	// revision are told against what it recorded (generation, valuesFrom's
+	// resourceVersions, the causes of a failed revision tried again).
+	Previous status.Status
 	// Tests is the watch's test policy; HandledTest is the last value of
 	// the test annotation already acted on (status.LastHandledTest).
 	Tests       TestPolicy
@@ -129,6 +139,11 @@ type Pass struct {
 	// Finalizer is the verdict of a pass that judged whether the resource
 	// still needs its finalizer, nil when it did not judge.
 	Finalizer *FinalizerVerdict
+	// Causes are why the plan makes a revision (an install or an
+	// upgrade), nil for a plan that makes none; History the entries of
+	// status.history for the revisions the run made, newest first.
+	Causes  []status.Cause
+	History []status.HistoryEntry
 	// Err is the failure that ended the pass, nil when it went through.
 	Err error
 }
@@ -146,8 +161,9 @@ func (p *Pass) Wrote() bool {
 // described.
 //
 // A pass whose view of Helm's records lagged behind Helm's storage, found
-// before anything was applied (no history assumed but revision 1 exists; a
-// StaleView before a re-apply), observes again with a list and goes on once.
+// before anything was applied (the revision an install or upgrade was to
+// write exists; a StaleView before a re-apply), observes again with a list
+// and goes on once.
 func Reconcile(ctx context.Context, req PassRequest) *Pass {
 	p := &Pass{}
 	p.Err = p.run(ctx, req)
@@ -170,11 +186,13 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 	}
 	err = p.act(ctx, r, req, before)
 	if errors.Is(err, errAssumedWrong) || isStale(err) {
-		// The metadata cache of Helm's records was behind Helm's storage,
-		// and nothing was applied: either it showed no record of the
-		// release and Helm's install stopped when the API server refused its
-		// revision 1 (it exists), or a re-apply found, before writing, that
-		// the revision it restores is no longer the latest (StaleView).
+		// The view of Helm's records was behind Helm's storage, and
+		// nothing was applied: Helm's install or upgrade stopped when the
+		// API server refused the record of its revision (it exists: the
+		// metadata cache showed no record of the release, or someone wrote
+		// that revision since the observation — a `helm upgrade` by hand
+		// landing first), or a re-apply found, before writing, that the
+		// revision it restores is no longer the latest (StaleView).
 		// Observe with a list and go on from what is there, as a pass over a
 		// current cache would have; nothing of the refused attempt is
 		// reported (its progress message is replaced by the next one's).
@@ -182,7 +200,7 @@ func (p *Pass) run(ctx context.Context, req PassRequest) error {
 			req.Memo.Forget(obj.GetNamespace(), obj.GetName())
 		}
 		*p = Pass{}
-		r.assumedNone = false
+		r.assumedNone, r.reobserved = false, true
 		if before, err = r.Observe(); err != nil {
 			return err
 		}
@@ -225,8 +243,11 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 	if _, err := r.Reshard(before); err != nil {
 		return err
 	}
-	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed)
-	vals, err := Values(obj, req.OverrideValues)
+	p.DeployedKnown, p.Deployed = true, Describe(before.Deployed, r.DigestKey)
+	if req.ValuesSourcesErr != nil {
+		return req.ValuesSourcesErr
+	}
+	vals, err := MergeValues(obj, req.ValuesSources, req.OverrideValues)
 	if err != nil {
 		return err
 	}
@@ -236,25 +257,38 @@ func (p *Pass) act(ctx context.Context, r *Runner, req PassRequest, before State
 		p.step(req, StepForeign)
 	}
 	plan, done := Decide(before, want), func() {}
+	facts := CauseFacts{Before: before, Want: want, Vals: vals, Object: obj, Previous: req.Previous,
+		Sources: req.ValuesSources, Foreign: p.Foreign, Adopted: p.Adopted, ChartTo: r.chartVersion()}
+	if d := before.Deployed; d != nil && d.Chart != nil && d.Chart.Metadata != nil {
+		facts.ChartFrom = d.Chart.Metadata.Version
+	}
 	if req.Hooks.Admit != nil && plan == PlanUpgrade && ChartChangeOnly(before, want) {
-		from := ""
-		if d := before.Deployed; d.Chart != nil && d.Chart.Metadata != nil {
-			from = d.Chart.Metadata.Version
-		}
-		wait, admitted, err := req.Hooks.Admit(from)
+		wait, admitted, err := req.Hooks.Admit(facts.ChartFrom)
 		switch {
 		case err != nil:
 			return err
 		case wait != nil:
 			plan, p.Rollout = PlanReapply, wait
 		case admitted != nil:
-			done = admitted
+			done, facts.Admitted = admitted, true
 		}
 	}
+	switch plan {
+	case PlanInstall, PlanRetryInstall, PlanUpgrade, PlanUnlock:
+		// Told to Helm as the revision's description (install.go,
+		// upgrade.go), so that helm history says it too.
+		p.Causes = Causes(facts)
+		r.nameInitiators(ctx, obj, p.Causes)
+		r.description = status.CauseLine(p.Causes)
+	}
+	started := r.now()
 	p.runPlan(ctx, r, req, plan, done, before, vals)
 	if errors.Is(p.RunErr, errAssumedWrong) || isStale(p.RunErr) {
 		return p.RunErr // nothing was applied: run observes again
 	}
+	// The history shows the keyed digest, as deployedRelease does (never
+	// the plain one, which would let a guess of a secret value be tested).
+	p.History = madeRevisions(before, p.Result, p.RunErr, p.Causes, facts.ChartTo, r.DigestKey, r.DigestKey.Values(vals), metaTime(started), metaTime(r.now()))
 	p.step(req, StepRan)
 	if p.RunErr != nil {
 		return p.RunErr
@@ -298,7 +332,7 @@ func (p *Pass) runPlan(ctx context.Context, r *Runner, req PassRequest, plan Pla
 		}
 		return
 	}
-	p.Deployed = Describe(p.Result.State.Deployed)
+	p.Deployed = Describe(p.Result.State.Deployed, r.DigestKey)
 }
 
 // observe reads the release from the records' cache and the memo of

@@ -21,17 +21,23 @@ import (
 )
 
 // Permission is one request an action makes of the API server: a verb on a
-// resource (of a group) in a namespace ("" for cluster-scoped resources).
+// resource (of a group) in a namespace ("" for cluster-scoped resources),
+// on the object Name when set (a reference of valuesFrom), else on any.
 type Permission struct {
-	Verb, Group, Resource, Namespace string
+	Verb, Group, Resource, Namespace, Name string
 }
 
-// What names the verb and the resource: "create deployments.apps".
+// What names the verb and the resource: "create deployments.apps", "get
+// secrets/db".
 func (p Permission) What() string {
-	if p.Group == "" {
-		return p.Verb + " " + p.Resource
+	w := p.Verb + " " + p.Resource
+	if p.Group != "" {
+		w += "." + p.Group
 	}
-	return p.Verb + " " + p.Resource + "." + p.Group
+	if p.Name != "" {
+		w += "/" + p.Name
+	}
+	return w
 }
 
 // Reviewer asks the API server whether an identity may do each of perms,
@@ -244,6 +250,9 @@ type rendering struct {
 	// scoped are the objects of the manifest and of every hook, each with
 	// its template, for the scope check.
 	scoped []ScopedObject
+	// files are the rendered templates by name (NOTES.txt aside), for
+	// telling a chart that renders differently on each run (render.go).
+	files map[string]string
 }
 
 // render renders the chart with vals as Helm's action will, without
@@ -286,7 +295,7 @@ func (r *Runner) render(vals map[string]any, upgrade bool) (*rendering, error) {
 	if r.Kube != nil {
 		mapper = r.Kube.RESTMapper()
 	}
-	out := &rendering{hooks: hooks}
+	out := &rendering{hooks: hooks, files: files}
 	// Each template's documents apart, so that each object keeps its
 	// template; a document injected by a value is its template's too.
 	for _, m := range manifests {

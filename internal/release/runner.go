@@ -57,10 +57,13 @@ type Services struct {
 	// the reconcile's context is cancelled (the operator is stopping) before
 	// it is cancelled too; 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// DigestKey keys the values digest the status publishes (digest.go);
+	// nil means a random key of this process alone.
+	DigestKey DigestKey
 }
 
 // NewServices returns s with its defaults set: a clock, a registry of
-// running actions and a tenure begun now.
+// running actions, a tenure begun now and a digest key.
 func NewServices(s Services) *Services {
 	if s.Now == nil {
 		s.Now = time.Now
@@ -76,6 +79,10 @@ func NewServices(s Services) *Services {
 	}
 	if s.DriftMemo == nil {
 		s.DriftMemo = NewDriftMemo()
+	}
+	if len(s.DigestKey) == 0 {
+		// crypto/rand does not fail on the platforms Go supports.
+		s.DigestKey, _ = NewDigestKey()
 	}
 	return &s
 }
@@ -157,6 +164,15 @@ type Runner struct {
 	// the metadata cache showed, without listing its history (see
 	// observeNone).
 	assumedNone bool
+	// reobserved: the pass observed again after a stale view (Pass.run);
+	// an action refused as existing is then reported (refusedAsStale).
+	reobserved bool
+	// description is the causes of the revision the run makes, in one
+	// line: Helm's description of an install's or upgrade's revision.
+	description string
+	// nondeterministic names the templates a run's chart rendered
+	// differently twice with the same input (rendersDifferently).
+	nondeterministic []string
 }
 
 // Result is what running a plan did.
@@ -187,6 +203,11 @@ type Result struct {
 	// CRDsApplied names the chart's CRDs the run created or updated (the
 	// watch's crds policy), even when the action then failed.
 	CRDsApplied []string
+	// Nondeterministic names the chart's templates that rendered
+	// differently twice with the same values and chart (randAlphaNum, now,
+	// a lookup): what was deployed is one of their renders, and the
+	// operator upgrades only when the values or the chart change.
+	Nondeterministic []string
 	// Succeeded is true when the install or upgrade completed and Helm's
 	// storage, when it could be read back, agrees; a failure after it (the
 	// read-back) does not undo it.
@@ -260,13 +281,14 @@ func (r *Runner) Run(ctx context.Context, plan Plan, before State, vals map[stri
 		return res, fmt.Errorf("unknown plan %q", plan)
 	}
 
-	if r.refusedFromAssumedNone(err) {
-		// Not the action's failure: the observation was wrong (Pass.run
+	if r.refusedAsStale(err) {
+		// Not the action's failure: the observation was stale (Pass.run
 		// observes again). Nothing is read back or reported.
 		return Result{}, errAssumedWrong
 	}
 	res.Succeeded = err == nil
 	res.CRDsApplied = r.crdsApplied
+	res.Nondeterministic = r.nondeterministic
 	after, obsErr := Observe(r.Client, r.Name)
 	if obsErr != nil {
 		if err != nil {
@@ -354,17 +376,21 @@ func (r *Runner) running(ctx context.Context, act string, run func(context.Conte
 	if err == nil {
 		return nil, nil
 	}
-	if r.refusedFromAssumedNone(err) {
+	if r.refusedAsStale(err) {
 		r.Actions.wroteNothing(ra)
 	}
 	return r.Actions.preemptedBy(ra), err
 }
 
-// refusedFromAssumedNone tells whether err is Helm's install refused at its
-// first write (its revision exists) after the observation assumed the
-// release had no record (observeNone): Helm wrote and applied nothing.
-func (r *Runner) refusedFromAssumedNone(err error) bool {
-	return r.assumedNone && errors.Is(err, driver.ErrReleaseExists)
+// refusedAsStale tells whether err is Helm's install or upgrade refused at
+// its first write, the record of the revision it was to write, because
+// that record exists: someone wrote it after the pass observed the release
+// (a `helm upgrade` by hand landing first, or a metadata cache behind the
+// API server; see observeNone). Helm wrote and applied nothing: the view
+// was stale, not the action wrong, and the pass observes again and acts
+// once more (Pass.run). A refusal after that is the action's failure.
+func (r *Runner) refusedAsStale(err error) bool {
+	return !r.reobserved && errors.Is(err, driver.ErrReleaseExists)
 }
 
 // GraceContext returns a context that is cancelled grace after ctx is, or
@@ -424,6 +450,23 @@ func storedRevision(before, after State) int {
 		return after.Latest.Version
 	}
 	return 0
+}
+
+// describe sets an action's description (Helm's revision description) to
+// the causes of the revision, unless the resource's description annotation
+// set one: the user's word comes first.
+func (r *Runner) describe(d *string) {
+	if *d == "" {
+		*d = r.description
+	}
+}
+
+// chartVersion is the version of the watch's chart.
+func (r *Runner) chartVersion() string {
+	if r.Chart == nil || r.Chart.Metadata == nil {
+		return ""
+	}
+	return r.Chart.Metadata.Version
 }
 
 func (r *Runner) labels() map[string]string {

@@ -209,9 +209,11 @@ type NoHistoryAssumer interface {
 	AssumeNoHistory(name string) bool
 }
 
-// errAssumedWrong is Run's answer when an install from an assumed empty
-// history was refused because its revision exists (see observeNone).
-var errAssumedWrong = errors.New("the release has a record the metadata cache did not show")
+// errAssumedWrong is Run's answer when an install or upgrade was refused
+// because the revision it was to write exists: from an assumed empty
+// history (see observeNone), or from a view someone wrote past since
+// (refusedAsStale).
+var errAssumedWrong = errors.New("the release has a record the pass did not see")
 
 // observeNone takes the release to have no record, without a request, when
 // the metadata cache of release records shows none (ObserveSettled's

@@ -148,8 +148,9 @@ func Decide(st State, want Desired) Plan {
 	return PlanReapply
 }
 
-// Describe turns a Helm release into the status' description of it.
-func Describe(r *release.Release) *status.DeployedRelease {
+// Describe turns a Helm release into the status' description of it, its
+// values digested under key.
+func Describe(r *release.Release, key DigestKey) *status.DeployedRelease {
 	if r == nil {
 		return nil
 	}
@@ -157,7 +158,7 @@ func Describe(r *release.Release) *status.DeployedRelease {
 		Name:           r.Name,
 		Namespace:      r.Namespace,
 		Revision:       r.Version,
-		ValuesDigest:   ValuesDigest(r.Config),
+		ValuesDigest:   key.Values(r.Config),
 		ManifestDigest: Digest(r.Manifest),
 	}
 	if r.Chart != nil && r.Chart.Metadata != nil {

@@ -32,6 +32,7 @@ func (r *Runner) upgrade(ctx context.Context, before State, vals map[string]any)
 				u.MaxHistory = r.maxHistory()
 				u.Labels = r.labels()
 				r.Options.upgrade(u)
+				r.describe(&u.Description)
 			})
 		},
 	})

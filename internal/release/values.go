@@ -56,7 +56,9 @@ func ValidateValues(chrt *chart.Chart, vals map[string]any, summary string) erro
 }
 
 // ValuesDigest is Digest of a release's values, with no values and empty
-// values alike.
+// values alike: what the decisions compare, never published (an unkeyed
+// digest of values is a test of guessed secrets; the status shows
+// DigestKey.Values).
 func ValuesDigest(vals map[string]any) string {
 	if vals == nil {
 		vals = map[string]any{}

@@ -27,6 +27,12 @@ type Outcome struct {
 	// Deleting is true when the resource is being deleted.
 	Deleting bool
 
+	// SourcesRead is true when the reconcile read the references of
+	// valuesFrom: ValuesSources then replaces status.valuesSources (nil
+	// removes it); otherwise the previous list stays.
+	SourcesRead   bool
+	ValuesSources []ValuesSource
+
 	// DeployedKnown is false when Helm's storage could not be read; the
 	// previous deployedRelease is then kept rather than erased.
 	DeployedKnown bool
@@ -87,6 +93,12 @@ type Outcome struct {
 	// TestRequest is the new value of the annotation helmapp.io/test that
 	// this reconcile acts on; lastHandledTest records it.
 	TestRequest string
+
+	// History are the revisions made, newest first, for status.history;
+	// Nondeterministic the templates that rendered differently twice
+	// before the install or upgrade (Deployed's message; history.go).
+	History          []HistoryEntry
+	Nondeterministic []string
 
 	// Rollout says why the resource waits for its upgrade to a new chart
 	// (watches.yaml rollout); nil when it does not wait.
@@ -161,6 +173,10 @@ func Compute(prev Status, o Outcome) Status {
 	if o.DeployedKnown {
 		s.DeployedRelease = o.Deployed
 	}
+	if o.SourcesRead {
+		s.ValuesSources = o.ValuesSources
+	}
+	s.History = AddHistory(prev.History, o.History)
 	if o.Action == ActionInstall || o.Action == ActionUpgrade {
 		s.LastAttemptedGeneration = o.Generation
 	}
@@ -330,8 +346,8 @@ func (c conditionSetter) deployed(prev Status, o Outcome) {
 				reason = ReasonInstallSuccessful
 			}
 		}
-		c.set(TypeDeployed, metav1.ConditionTrue, reason, fmt.Sprintf(
-			"Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion))
+		msg := fmt.Sprintf("Release %s revision %d of chart %s %s is deployed", d.Name, d.Revision, d.Chart, d.ChartVersion)
+		c.set(TypeDeployed, metav1.ConditionTrue, reason, msg+nondeterministicNote(prev, o, d.Revision))
 	case o.Uninstalled:
 		c.set(TypeDeployed, metav1.ConditionFalse, ReasonUninstallSuccessful, "The release was uninstalled")
 	case o.Deleting && o.DeployedKnown:
@@ -455,21 +471,6 @@ func (c conditionSetter) stalledAndReconciling(o Outcome, outOfRetries bool) {
 		}
 		c.set(TypeReconciling, metav1.ConditionFalse, ReasonSucceeded, msg)
 	}
-}
-
-// refusedMessage says what follows an action refused before it ran (see
-// Failure.Refused): a retry with the backoff, uncounted, and for a missing
-// permission one at once when the namespace's RBAC changes.
-func refusedMessage(o Outcome) string {
-	what := "The " + o.Err.Action
-	if o.Err.Action == ActionReconcile {
-		what = "Re-applying the release's objects"
-	}
-	msg := fmt.Sprintf("%s was refused before it ran, and nothing was written; trying again in %s", what, o.RetryAfter)
-	if o.Err.Reason == ReasonPermissionDenied {
-		msg += ", or at once when a Role or RoleBinding of the resource's namespace changes"
-	}
-	return msg + "; not counted against maxRetries"
 }
 
 func isReleaseAction(a string) bool {

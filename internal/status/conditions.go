@@ -66,9 +66,17 @@ const (
 	ReasonNoFailure = "NoFailure"
 
 	// Irreconcilable=True.
-	ReasonReconcileError           = "ReconcileError"
-	ReasonErrorGettingClient       = "ErrorGettingClient"
-	ReasonErrorGettingValues       = "ErrorGettingValues"
+	ReasonReconcileError     = "ReconcileError"
+	ReasonErrorGettingClient = "ErrorGettingClient"
+	ReasonErrorGettingValues = "ErrorGettingValues"
+	// ReasonValuesSourceNotFound: a Secret or ConfigMap (or its key) that
+	// valuesFrom references and does not mark optional does not exist; the
+	// release is retried at once when it appears.
+	ReasonValuesSourceNotFound = "ValuesSourceNotFound"
+	// ReasonValuesSourceInvalid: a key valuesFrom references is not a YAML
+	// map (or its targetPath no --set path); the message names the key and
+	// the line, never the content.
+	ReasonValuesSourceInvalid      = "ValuesSourceInvalid"
 	ReasonErrorGettingReleaseState = "ErrorGettingReleaseState"
 	ReasonErrorAddingFinalizer     = "ErrorAddingFinalizer"
 	ReasonErrorRemovingFinalizer   = "ErrorRemovingFinalizer"

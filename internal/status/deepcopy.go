@@ -40,6 +40,10 @@ func (s *Status) DeepCopy() *Status {
 	if s.Drift != nil {
 		out.Drift = s.Drift.DeepCopy()
 	}
+	if s.ValuesSources != nil {
+		out.ValuesSources = append([]ValuesSource(nil), s.ValuesSources...)
+	}
+	out.History = copyHistory(s.History)
 	return &out
 }
 

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -101,4 +103,25 @@ func Uninstalled(s Status) bool {
 	f := meta.FindStatusCondition(s.Conditions, TypeReleaseFailed)
 	return d != nil && d.Status == metav1.ConditionFalse && d.Reason == ReasonUninstallSuccessful &&
 		f != nil && f.Status == metav1.ConditionFalse && f.Reason == ReasonUninstallSuccessful
+}
+
+// refusedMessage says what follows an action refused before it ran (see
+// Failure.Refused): a retry with the backoff, uncounted, and for a missing
+// permission one at once when the namespace's RBAC changes.
+func refusedMessage(o Outcome) string {
+	if o.Err.Reason == ReasonValuesSourceNotFound {
+		return fmt.Sprintf("The release waits for a source of its values, and nothing was written; trying again in %s, or at once when the Secret or ConfigMap changes; not counted against maxRetries", o.RetryAfter)
+	}
+	what := "The " + o.Err.Action
+	if o.Err.Action == "" {
+		what = "Reading the release's values"
+	}
+	if o.Err.Action == ActionReconcile {
+		what = "Re-applying the release's objects"
+	}
+	msg := fmt.Sprintf("%s was refused before it ran, and nothing was written; trying again in %s", what, o.RetryAfter)
+	if o.Err.Reason == ReasonPermissionDenied {
+		msg += ", or at once when a Role or RoleBinding of the resource's namespace changes"
+	}
+	return msg + "; not counted against maxRetries"
 }

@@ -32,6 +32,14 @@ type Status struct {
 	// Drift is the drift the last re-apply found (drift.go); nil before the
 	// first and after a new revision is deployed.
 	Drift *Drift `json:"drift,omitempty"`
+	// ValuesSources are the Secrets and ConfigMaps the resource's valuesFrom
+	// (and its watch's) reference, as the last reconcile that read them
+	// found them; absent without valuesFrom.
+	ValuesSources []ValuesSource `json:"valuesSources,omitempty"`
+	// History is the revisions the operator made, newest first, each with
+	// its causes (history.go); bounded by MaxHistoryEntries and
+	// MaxHistoryBytes.
+	History []HistoryEntry `json:"history,omitempty"`
 	// Phase is Ready's verdict in one string for the OpenShift console's
 	// Status column ("Ready", "Stalled: ReleaseNameConflict", "NotReady:
 	// UpgradeError", "Progressing: Retrying"); set only by Summarize.
@@ -45,6 +53,19 @@ const (
 	PhaseNotReady    = "NotReady"
 	PhaseProgressing = "Progressing"
 )
+
+// ValuesSource is one reference of valuesFrom as it was read: its object's
+// resourceVersion, and whether the object and key were found. It never holds
+// the key's content.
+type ValuesSource struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	ValuesKey string `json:"valuesKey"`
+	// ResourceVersion is the object's, empty when it does not exist.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Found: the object exists and has the key.
+	Found bool `json:"found"`
+}
 
 // Resources counts the deployed release's objects and lists those not ready.
 type Resources struct {

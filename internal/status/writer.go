@@ -19,7 +19,7 @@ import (
 var ownedFields = []string{
 	"observedGeneration", "deployedRelease", "failedRelease",
 	"lastAttemptedGeneration", "failures", "resources", "lastHandledRetry", "phase",
-	"lastTestRun", "lastHandledTest", "drift",
+	"lastTestRun", "lastHandledTest", "drift", "valuesSources", "history",
 }
 
 // shortMessageLength is the bound used when the API server refused a status

@@ -63,6 +63,15 @@ type Watch struct {
 	// releases acts as (impersonated); empty means the manager's
 	// --default-service-account, or the operator's own identity.
 	ServiceAccount string
+	// ValuesFrom, our extension, are the Secrets' and ConfigMaps' keys
+	// merged into the values of every resource of the kind, before the
+	// resource's own valuesFrom.
+	ValuesFrom []ValuesFrom
+	// SensitiveValues, our extension, are the dotted paths of the values
+	// (spec included) that are secret, "*" for any key or list item: they
+	// are redacted from every message, beside what the chart's
+	// values.schema.json marks secret (release.SensitivePaths).
+	SensitiveValues []string
 	// Storage, our extension, is where the kind's releases are stored:
 	// StorageSecrets (Helm's driver, one Secret per revision, the default) or
 	// StorageChunked (helm-operator-plugins' chunked driver, for revisions
@@ -179,6 +188,8 @@ type entry struct {
 	Drift                   *driftEntry           `json:"drift,omitempty"`
 	RequireAddresses        *bool                 `json:"requireAddresses,omitempty"`
 	HealthChecks            []healthCheckEntry    `json:"healthChecks,omitempty"`
+	ValuesFrom              []ValuesFrom          `json:"valuesFrom,omitempty"`
+	SensitiveValues         []string              `json:"sensitiveValues,omitempty"`
 }
 
 // Load reads and checks the watches file at path.
@@ -245,7 +256,9 @@ func parse(raw []byte) ([]Watch, error) {
 			Scope:              scopeOf(e.Scope),
 			Drift:              driftOf(e.Drift),
 			RequireAddresses:   e.RequireAddresses != nil && *e.RequireAddresses,
-			HealthChecks:       rules[i]}
+			HealthChecks:       rules[i],
+			ValuesFrom:         e.ValuesFrom,
+			SensitiveValues:    e.SensitiveValues}
 		if e.ServiceAccount != nil {
 			out[i].ServiceAccount = *e.ServiceAccount
 		}
@@ -309,6 +322,14 @@ func validate(e entry) error {
 	}
 	if err := oneOf(name, "storage", e.Storage, StorageSecrets, StorageChunked); err != nil {
 		return err
+	}
+	if err := validateValuesFrom(name, e.ValuesFrom); err != nil {
+		return err
+	}
+	for i, p := range e.SensitiveValues {
+		if strings.Trim(p, ".") == "" || strings.Contains(p, "..") {
+			return fmt.Errorf("%s: field sensitiveValues[%d] must be a dotted path of values (db.password), got %q", name, i, p)
+		}
 	}
 	if e.CRDs != nil {
 		if err := oneOf(name, "crds.install", e.CRDs.Install, CRDCreate, CRDSkip); err != nil {
@@ -407,7 +428,7 @@ func decodeEntry(item json.RawMessage) (entry, error) {
 	for _, name := range names {
 		f, ok := known[name]
 		if !ok {
-			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)", name)
+			return e, fmt.Errorf("unknown field %q (known fields: group, version, kind, chart, watchDependentResources, overrideValues, reconcilePeriod, maxConcurrentReconciles, selector, scope, healthChecks, readinessTimeout, requireAddresses, upgradeRemediation, installRemediation, uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift, valuesFrom, sensitiveValues)", name)
 		}
 		dec := json.NewDecoder(bytes.NewReader(fields[name]))
 		dec.DisallowUnknownFields()

@@ -3,6 +3,7 @@ package watches
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,31 @@ func TestLoadServiceAccount(t *testing.T) {
 	}
 	if ws[0].ServiceAccount != "deployer" || ws[1].ServiceAccount != "" {
 		t.Errorf("serviceAccount %q, %q; want deployer and none", ws[0].ServiceAccount, ws[1].ServiceAccount)
+	}
+}
+
+func TestLoadValuesFrom(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART, valuesFrom: [{kind: ConfigMap, name: team-defaults}, {kind: Secret, name: tls, valuesKey: key.pem, targetPath: tls.key, optional: true}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ValuesFrom{{Kind: "ConfigMap", Name: "team-defaults"}, {Kind: "Secret", Name: "tls", ValuesKey: "key.pem", TargetPath: "tls.key", Optional: true}}
+	if !reflect.DeepEqual(ws[0].ValuesFrom, want) {
+		t.Errorf("valuesFrom = %+v, want %+v", ws[0].ValuesFrom, want)
+	}
+}
+
+func TestLoadSensitiveValues(t *testing.T) {
+	ws, err := Load(write(t, `
+- {group: g, version: v1, kind: A, chart: CHART, sensitiveValues: [db.password, "tokens.*"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"db.password", "tokens.*"}; !reflect.DeepEqual(ws[0].SensitiveValues, want) {
+		t.Errorf("sensitiveValues = %v, want %v", ws[0].SensitiveValues, want)
 	}
 }
 
@@ -184,7 +210,7 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"overrideValues value Helm cannot set", "- {group: g, version: v1, kind: A, chart: CHART, overrideValues: {image.tag: $HELMAPP_TEST_LIST}}", `entry 1: (g/v1 A): field overrideValues: key "image.tag": cannot be set as a Helm value (key=value, as --set does): key "b" has no value`},
 		{"duplicate kind names both entries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: A, chart: CHART}", "entry 2: (g/v1 A): fields group, version, kind: duplicate GVK, already watched by entry 1"},
 		{"unknown field", "- {group: g, version: v1, kind: A, chart: CHART, chartz: x}", `entry 1: unknown field "chartz"`},
-		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)"},
+		{"unknown field lists the known ones", "- {group: g, version: v1, kind: A, chart: CHART, timeoutt: 1m}", "maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift, valuesFrom, sensitiveValues)"},
 		{"wrong type", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxConcurrentReconciles: two}", "entry 2: field maxConcurrentReconciles: json: cannot unmarshal string"},
 		{"missing kind", "- {group: g, version: v1, chart: CHART}", "entry 1: (g/v1 ): field kind is required"},
 		{"missing chart dir", "- {group: g, version: v1, kind: A, chart: /nonexistent/chart}", "entry 1: (g/v1 A): field chart: stat /nonexistent/chart"},
@@ -192,7 +218,7 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad duration", "- {group: g, version: v1, kind: A, chart: CHART, reconcilePeriod: often}", "entry 1: field reconcilePeriod: time: invalid duration"},
 		{"negative maxRetries", "- {group: g, version: v1, kind: A, chart: CHART}\n- {group: g, version: v1, kind: B, chart: CHART, maxRetries: -1}", "entry 2: (g/v1 B): field maxRetries must not be negative (0 means no bound), got -1"},
 		{"maxRetries not a number", "- {group: g, version: v1, kind: A, chart: CHART, maxRetries: often}", "entry 1: field maxRetries: json: cannot unmarshal string"},
-		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift)"},
+		{"unknown field lists maxRetries", "- {group: g, version: v1, kind: A, chart: CHART, retries: 3}", "uninstallWait, finalizer, maxRetries, timeout, serviceAccount, storage, crds, test, rollout, drift, valuesFrom, sensitiveValues)"},
 		{"bad finalizer", "- {group: g, version: v1, kind: A, chart: CHART, finalizer: never}", `entry 1: (g/v1 A): field finalizer must be one of auto, always, got "never"`},
 		{"negative timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: -1m}", "entry 1: (g/v1 A): field timeout must not be negative, got -1m0s"},
 		{"bad timeout", "- {group: g, version: v1, kind: A, chart: CHART, timeout: soon}", "entry 1: field timeout: time: invalid duration"},
@@ -208,6 +234,10 @@ func TestLoadBadFilesNameEntryAndField(t *testing.T) {
 		{"bad installRemediation", "- {group: g, version: v1, kind: A, chart: CHART, installRemediation: rollback}", `entry 1: (g/v1 A): field installRemediation must be one of none, uninstall, got "rollback"`},
 		{"uninstallWait not a bool", "- {group: g, version: v1, kind: A, chart: CHART, uninstallWait: sometimes}", "entry 1: field uninstallWait: json: cannot unmarshal string"},
 		{"serviceAccount not a name", "- {group: g, version: v1, kind: A, chart: CHART, serviceAccount: Team_Deployer}", `entry 1: (g/v1 A): field serviceAccount must name a ServiceAccount, got "Team_Deployer": a lowercase RFC 1123 subdomain`},
+		{"valuesFrom of another kind", "- {group: g, version: v1, kind: A, chart: CHART, valuesFrom: [{kind: Pod, name: p}]}", `entry 1: (g/v1 A): field valuesFrom[0].kind must be Secret or ConfigMap, got "Pod"`},
+		{"valuesFrom without a name", "- {group: g, version: v1, kind: A, chart: CHART, valuesFrom: [{kind: Secret}]}", `entry 1: (g/v1 A): field valuesFrom[0].name must name a Secret, got ""`},
+		{"sensitiveValues empty path", "- {group: g, version: v1, kind: A, chart: CHART, sensitiveValues: [db.password, ..]}", `entry 1: (g/v1 A): field sensitiveValues[1] must be a dotted path of values (db.password), got ".."`},
+		{"valuesFrom unknown field", "- {group: g, version: v1, kind: A, chart: CHART, valuesFrom: [{kind: Secret, name: s, key: k}]}", `entry 1: field valuesFrom: json: unknown field "key"`},
 		{"serviceAccount not a string", "- {group: g, version: v1, kind: A, chart: CHART, serviceAccount: [a]}", "entry 1: field serviceAccount: json: cannot unmarshal array"},
 		{"zero rollout.maxUnavailable", "- {group: g, version: v1, kind: A, chart: CHART, rollout: {maxUnavailable: 0}}", `entry 1: (g/v1 A): field rollout.maxUnavailable must be at least 1 or a percentage, got 0`},
 		{"rollout.maxUnavailable over 100%", "- {group: g, version: v1, kind: A, chart: CHART, rollout: {maxUnavailable: 150%}}", `entry 1: (g/v1 A): field rollout.maxUnavailable must be a percentage from 1% to 100%, got "150%"`},

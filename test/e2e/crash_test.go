@@ -102,7 +102,7 @@ func foreignScenario() []crashStep {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		defer cancel()
 		chart := filepath.Join(suite.root, "test", "e2e", "testdata", "charts", "hookjob")
-		if out, err := suite.cp.Helm(ctx, "upgrade", "h", chart, "-n", e.ns, "--reuse-values", "--set", "data.greeting=by-hand"); err != nil {
+		if out, err := suite.cp.Helm(ctx, "upgrade", "h", chart, "-n", e.ns, "--reuse-values", "--set", "data.greeting=by-hand", "--description", byHand); err != nil {
 			e.fatalf("%v\n%s", err, out)
 		}
 	}, done: func(ctx context.Context, e *env) (bool, string) {

@@ -33,7 +33,7 @@ func TestHelmByHandIsUndone(t *testing.T) {
 		return e.kubectl("get", "nginx", "web", "-o", "jsonpath={.status.deployedRelease.revision}")
 	}
 
-	helm("upgrade", "web", filepath.Join(suite.root, "helm-charts", "nginx"), "--reuse-values", "--set", "page.title=By hand")
+	helm("upgrade", "web", filepath.Join(suite.root, "helm-charts", "nginx"), "--reuse-values", "--set", "page.title=By hand", "--description", byHand)
 	e.waitEvent("web", "ForeignRevision")
 	e.eventually("web", "the upgrade back to the spec", func(ctx context.Context) (bool, string) {
 		h := e.helmHistory("web")

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmapp/helm-app-operator/internal/dependents"
+	helmoperator "github.com/helmapp/helm-app-operator/internal/operator"
 	"github.com/helmapp/helm-app-operator/internal/release"
 )
 
@@ -100,6 +101,7 @@ func (e *env) resourceViolations(r *oracleResource, mapper meta.RESTMapper) []st
 		}
 	}
 	bad = append(bad, e.cliHistoryViolations(name, r.plain)...)
+	bad = append(bad, causeViolations(r.u, r.records)...)
 
 	// deployedRelease is Helm's deployed revision, digests computed here.
 	switch d := r.deployed; {
@@ -109,7 +111,7 @@ func (e *env) resourceViolations(r *oracleResource, mapper meta.RESTMapper) []st
 		bad = append(bad, fmt.Sprintf("truth: no deployedRelease, Helm has revision %d deployed", deployed.Version))
 	case deployed != nil:
 		want := fmt.Sprintf("revision %d, chart %s %s, status deployed, values %s, manifest %s", deployed.Version,
-			deployed.Chart.Metadata.Name, deployed.Chart.Metadata.Version, valuesDigestOf(deployed.Config), digestOf(deployed.Manifest))
+			deployed.Chart.Metadata.Name, deployed.Chart.Metadata.Version, valuesDigestOf(deployed.Config, d.ValuesDigest), digestOf(deployed.Manifest))
 		got := fmt.Sprintf("revision %d, chart %s %s, status %s, values %s, manifest %s", d.Revision, d.Chart, d.ChartVersion, d.Status, d.ValuesDigest, d.ManifestDigest)
 		if got != want {
 			bad = append(bad, fmt.Sprintf("truth: deployedRelease says %s; Helm's record: %s", got, want))
@@ -136,7 +138,9 @@ func (e *env) resourceViolations(r *oracleResource, mapper meta.RESTMapper) []st
 				bad = append(bad, err.Error())
 			}
 		}
-		if spec != nil && !carries(config, spec) {
+		// With valuesFrom, what the spec's references read is merged over it.
+		spec, known := expectedValues(context.Background(), r.u, spec)
+		if known && spec != nil && !carries(config, spec) {
 			bad = append(bad, fmt.Sprintf("truth: Ready=True, but the deployed revision %d does not carry the spec", deployed.Version))
 		}
 	}
@@ -314,9 +318,8 @@ func manifestObjects(manifest string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// digestOf is sha256 of v's JSON, as docs/status.md describes the digests
-// of deployedRelease; valuesDigestOf is that of a revision's values, no
-// values counting as empty ones.
+// digestOf is sha256 of v's JSON, as docs/status.md describes the manifest
+// digest of deployedRelease.
 func digestOf(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -326,11 +329,35 @@ func digestOf(v any) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-func valuesDigestOf(vals map[string]any) string {
+// valuesDigestOf is the values digest of deployedRelease for a revision's
+// values (no values counting as empty ones): their HMAC-SHA256 under the key
+// of an operator of the cluster, the Secret helmoperator.DigestKeySecret of its
+// namespace (docs/status.md). The operators of the suite's tests keep theirs
+// in different namespaces: got, the digest the status shows, picks the key
+// it was made with, and a digest made with none of them is shown as such.
+func valuesDigestOf(vals map[string]any, got string) string {
 	if vals == nil {
 		vals = map[string]any{}
 	}
-	return digestOf(vals)
+	keys, err := suite.kube.CoreV1().Secrets("").List(context.Background(),
+		metav1.ListOptions{FieldSelector: "metadata.name=" + helmoperator.DigestKeySecret})
+	if err != nil {
+		return "unknown (listing the digest keys: " + err.Error() + ")"
+	}
+	var first string
+	for _, k := range keys.Items {
+		d := release.DigestKey(k.Data[helmoperator.DigestKeyField]).Values(vals)
+		if d == got {
+			return d
+		}
+		if first == "" {
+			first = d
+		}
+	}
+	if first == "" {
+		return "unknown (no digest key Secret in the cluster)"
+	}
+	return first + " (or that of another of the cluster's " + fmt.Sprint(len(keys.Items)) + " keys)"
 }
 
 // roundTrip decodes v's JSON into out, so that values decoded in different

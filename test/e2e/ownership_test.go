@@ -58,9 +58,10 @@ func TestReleaseNameTakenByAnotherKind(t *testing.T) {
 
 // helmRevision is a row of `helm history -o json`.
 type helmRevision struct {
-	Revision int    `json:"revision"`
-	Status   string `json:"status"`
-	Chart    string `json:"chart"`
+	Revision    int    `json:"revision"`
+	Status      string `json:"status"`
+	Chart       string `json:"chart"`
+	Description string `json:"description"`
 }
 
 func (e *env) helmHistory(release string) []helmRevision {

@@ -312,7 +312,7 @@ func makeStep(kind string, r *randomResource, rng *rand.Rand, i int) randomStep 
 		s.what, s.perturbation = "helm upgrade "+r.name+" by hand", true
 		s.do = func(e *env) {
 			chart, key := r.chart()
-			e.helmByHand(false, "upgrade", r.name, chart, "--reuse-values", "--set", key+"=by-hand")
+			e.helmByHand(false, "upgrade", r.name, chart, "--reuse-values", "--set", key+"=by-hand", "--description", byHand)
 		}
 	case "helm-rollback":
 		// Fails when the release has one revision: that is a user's

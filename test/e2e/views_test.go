@@ -443,7 +443,7 @@ func TestViewLaggingHelmStorage(t *testing.T) {
 	rec := e.recordStatuses("web")
 	rec.caughtUp()
 
-	e.helmByHand(false, "upgrade", "web", chart, "--reuse-values", "--set", "page.title=by-hand")
+	e.helmByHand(false, "upgrade", "web", chart, "--reuse-values", "--set", "page.title=by-hand", "--description", byHand)
 	w.waitPerturbed(e, "held back", "ADDED")
 	e.kubectl("delete", "configmap", cm)
 	rec.caughtUp()

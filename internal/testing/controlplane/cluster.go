@@ -49,11 +49,15 @@ const PodStateLabel = "kwok.helmapp.io/state"
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
-// fakeNodeCapacity is what the scheduler sees on the fake Node.
+// fakeNodeCapacity is what the scheduler sees on the fake Node. Its pods
+// cost nothing (kwok runs none), so the pod count is far above a kubelet's
+// 110: a package's tests share the one Node, and under load the pods of
+// finished tests wait for the garbage collector while new ones come (the
+// reconciler package's helm 4 tests once found "1 Too many pods").
 var fakeNodeCapacity = corev1.ResourceList{
 	corev1.ResourceCPU:    resource.MustParse("8"),
 	corev1.ResourceMemory: resource.MustParse("32Gi"),
-	corev1.ResourcePods:   resource.MustParse("110"),
+	corev1.ResourcePods:   resource.MustParse("1000"),
 }
 
 // startCluster runs kube-controller-manager, kube-scheduler and kwok against

@@ -47,9 +47,10 @@ func CRD(w watches.Watch) (*apiextensionsv1.CustomResourceDefinition, error) {
 				Type:        "string",
 				Description: "Kind is a string value representing the REST resource this object represents. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
 			},
-			"metadata": {Type: "object"},
-			"spec":     *spec,
-			"status":   StatusSchema(),
+			"metadata":   {Type: "object"},
+			"spec":       *spec,
+			"valuesFrom": ValuesFromSchema(),
+			"status":     StatusSchema(),
 		},
 		XValidations: apiextensionsv1.ValidationRules{NameRule()},
 	}

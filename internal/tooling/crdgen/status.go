@@ -28,6 +28,8 @@ func StatusSchema() apiextensionsv1.JSONSchemaProps {
 			"resources":       resourcesSchema(),
 			"lastTestRun":     lastTestRunSchema(),
 			"drift":           driftSchema(),
+			"valuesSources":   valuesSourcesSchema(),
+			"history":         historySchema(),
 			"lastHandledTest": stringProp(
 				"The last value of the annotation helmapp.io/test the operator acted on."),
 			"phase": stringProp(
@@ -102,7 +104,7 @@ func deployedReleaseSchema() apiextensionsv1.JSONSchemaProps {
 			"status":         stringProp("Helm's status of the release, e.g. deployed."),
 			"firstDeployed":  timeProp("When the first revision of the release was deployed."),
 			"lastDeployed":   timeProp("When this revision was deployed."),
-			"valuesDigest":   stringProp("Digest of the values the release was rendered with (never the values themselves)."),
+			"valuesDigest":   stringProp("HMAC-SHA256 of the values the release was rendered with, under the operator's key (never the values themselves)."),
 			"manifestDigest": stringProp("Digest of the release's rendered manifest."),
 		},
 	}

@@ -22,6 +22,8 @@ func TestStatusSchema(t *testing.T) {
 		"lastTestRun":             "object/",
 		"lastHandledTest":         "string/",
 		"drift":                   "object/",
+		"valuesSources":           "array/",
+		"history":                 "array/",
 	}
 	for name, want := range wantFields {
 		p, ok := s.Properties[name]

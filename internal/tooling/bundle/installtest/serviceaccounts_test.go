@@ -81,6 +81,7 @@ func TestDefaultCSVRefusesServiceAccounts(t *testing.T) {
 	operatortest.Start(t, withToken(t, sa, in.operatorNS), watchesPath, []string{ns}, func(oc *operator.Config) {
 		oc.Logger = &logger
 		oc.RetryBase, oc.RetryMax = 200*time.Millisecond, 2*time.Second
+		oc.OperatorNamespace = in.operatorNS // the pod's own, where its digest key is kept
 	})
 	user := "system:serviceaccount:" + in.operatorNS + ":" + sa
 	t.Cleanup(func() {

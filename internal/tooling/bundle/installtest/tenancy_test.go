@@ -92,6 +92,7 @@ func TestTenancyCSVRunsTheLifecycle(t *testing.T) {
 		oc.Logger = &logger
 		oc.DefaultServiceAccount, oc.RequireServiceAccount = "helm-deployer", true
 		oc.RetryBase, oc.RetryMax = 200*time.Millisecond, 2*time.Second
+		oc.OperatorNamespace = in.operatorNS // the pod's own, where its digest key is kept
 	})
 	user := "system:serviceaccount:" + in.operatorNS + ":" + sa
 	t.Cleanup(func() {
