@@ -121,19 +121,25 @@ func (g *retryGate) holdWhileAnnotations(uid types.UID, annotations string) {
 
 // foreignWrite counts a change to the resource's release storage that
 // someone else wrote; foreignWritesSeen is the count so far.
-func (g *retryGate) foreignWrite(uid types.UID) {
+func (g *retryGate) foreignWrite(uid types.UID) { g.count(&g.foreignWrites, uid) }
+
+func (g *retryGate) foreignWritesSeen(uid types.UID) uint64 { return g.seen(&g.foreignWrites, uid) }
+
+// count adds one to uid's count in *counts, made on first use.
+func (g *retryGate) count(counts *map[types.UID]uint64, uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.foreignWrites == nil {
-		g.foreignWrites = map[types.UID]uint64{}
+	if *counts == nil {
+		*counts = map[types.UID]uint64{}
 	}
-	g.foreignWrites[uid]++
+	(*counts)[uid]++
 }
 
-func (g *retryGate) foreignWritesSeen(uid types.UID) uint64 {
+// seen is uid's count in *counts.
+func (g *retryGate) seen(counts *map[types.UID]uint64, uid types.UID) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.foreignWrites[uid]
+	return (*counts)[uid]
 }
 
 // clear forgets the resource's wait after a success or its deletion.
@@ -219,20 +225,9 @@ func (g *retryGate) rbacChanged(namespace string) []types.NamespacedName {
 // sourceChanged counts a change to an object the resource's valuesFrom
 // references: it ends the resource's backoff (a missing Secret created is
 // read at once).
-func (g *retryGate) sourceChanged(uid types.UID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.sourceChanges == nil {
-		g.sourceChanges = map[types.UID]uint64{}
-	}
-	g.sourceChanges[uid]++
-}
+func (g *retryGate) sourceChanged(uid types.UID) { g.count(&g.sourceChanges, uid) }
 
-func (g *retryGate) sourceChangesSeen(uid types.UID) uint64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.sourceChanges[uid]
-}
+func (g *retryGate) sourceChangesSeen(uid types.UID) uint64 { return g.seen(&g.sourceChanges, uid) }
 
 func (g *retryGate) rbacChangesSeen(uid types.UID) uint64 {
 	g.mu.Lock()
