@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -68,12 +69,21 @@ func (o *olmRun) applyEcho(e *env, name, message string) {
 // with the last observation, or at once if an OLM process exited.
 func (o *olmRun) eventually(what string, check func(ctx context.Context) (bool, string)) {
 	o.t.Helper()
+	olmEventually(o.t, o.dir, o.exited, time.Second, what, check)
+}
+
+// olmEventually is the polling of both OLM harnesses: check every interval
+// until it returns true, failing after olmDeadline with the last
+// observation and where OLM's logs are, or at once when exited reports an
+// OLM process gone.
+func olmEventually(t *testing.T, dir string, exited func() error, interval time.Duration, what string, check func(ctx context.Context) (bool, string)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), olmDeadline)
 	defer cancel()
 	last := ""
 	for {
-		if err := o.exited(); err != nil {
-			o.t.Fatalf("waiting for %s: %v", what, err)
+		if err := exited(); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
 		}
 		ok, obs := check(ctx)
 		if ok {
@@ -82,8 +92,8 @@ func (o *olmRun) eventually(what string, check func(ctx context.Context) (bool, 
 		last = obs
 		select {
 		case <-ctx.Done():
-			o.t.Fatalf("waiting for %s: not within %s; last seen: %s\nOLM logs in %s", what, olmDeadline, last, o.dir)
-		case <-time.After(time.Second):
+			t.Fatalf("waiting for %s: not within %s; last seen: %s\nOLM logs in %s", what, olmDeadline, last, dir)
+		case <-time.After(interval):
 		}
 	}
 }

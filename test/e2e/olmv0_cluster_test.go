@@ -231,24 +231,7 @@ func (o *olmV0) exitedV0() error {
 // with the last observation, or at once if OLM failed.
 func (o *olmV0) eventually(what string, check func(ctx context.Context) (bool, string)) {
 	o.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), olmDeadline)
-	defer cancel()
-	last := ""
-	for {
-		if err := o.exitedV0(); err != nil {
-			o.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		ok, obs := check(ctx)
-		if ok {
-			return
-		}
-		last = obs
-		select {
-		case <-ctx.Done():
-			o.t.Fatalf("waiting for %s: not within %s; last seen: %s\nOLM logs in %s", what, olmDeadline, last, o.dir)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	olmEventually(o.t, o.dir, o.exitedV0, 500*time.Millisecond, what, check)
 }
 
 // serveCatalog runs the catalog image ref (by digest) as its entrypoint
